@@ -1,0 +1,146 @@
+"""The recorded exchange: one structure for everything that crossed the wire during a case.
+
+Drivers append to it, the oracle judges it, and it becomes the replay file unchanged, so a
+finding on disk is exactly what the server saw and said. Raw bytes are kept next to parsed
+messages because byte-level mutations (a raw newline, invalid UTF-8) have no JSON form.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EventKind = Literal[
+    "spawn",  # a process or HTTP instance came up; note = command line or URL
+    "send",  # a frame the harness wrote; raw = exact bytes; headers = HTTP request headers
+    "recv",  # a JSON value the server wrote; raw = its line or SSE data; HTTP: status + headers
+    "http",  # an HTTP response that carried no JSON-RPC message (202, 405, empty 4xx ...)
+    "noise",  # a stdout line that is not JSON (raw holds at most its first bytes)
+    "oversize",  # a stdout line longer than the cap; note = its length so far
+    "timeout",  # nothing arrived before a deadline; note = what was awaited
+    "closed",  # the server closed stdout or the connection
+    "exit",  # the process ended; status = exit status (negative: signal)
+    "stderr",  # what the process wrote to stderr (tail), attached when it is reaped
+    "error",  # a transport failure on our side (connection refused, broken pipe); note says which
+]
+
+
+@dataclass(slots=True)
+class Event:
+    kind: EventKind
+    t: float
+    proc: int = 0
+    message: Any = None
+    raw: bytes | None = None
+    status: int | None = None
+    headers: dict[str, str] | None = None
+    note: str = ""
+    ref: int | None = None  # HTTP: index of the `send` event this response answers
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "t": round(self.t, 6), "proc": self.proc}
+        if self.message is not None:
+            out["message"] = self.message
+        if self.raw is not None:
+            try:
+                out["raw"] = self.raw.decode("utf-8")
+            except UnicodeDecodeError:
+                out["raw_b64"] = base64.b64encode(self.raw).decode("ascii")
+        for name in ("status", "headers", "ref"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        raw: bytes | None = None
+        if "raw" in data:
+            raw = data["raw"].encode("utf-8")
+        elif "raw_b64" in data:
+            raw = base64.b64decode(data["raw_b64"])
+        return cls(
+            kind=data["kind"],
+            t=float(data.get("t", 0.0)),
+            proc=int(data.get("proc", 0)),
+            message=data.get("message"),
+            raw=raw,
+            status=data.get("status"),
+            headers=data.get("headers"),
+            note=data.get("note", ""),
+            ref=data.get("ref"),
+        )
+
+
+@dataclass(slots=True)
+class Transcript:
+    target: str
+    transport: Literal["stdio", "http"]
+    events: list[Event] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, kind: EventKind, **fields: Any) -> int:
+        """Append an event stamped now; returns its index so HTTP responses can `ref` their request."""
+        self.events.append(Event(kind, time.monotonic() - self.started, **fields))
+        return len(self.events) - 1
+
+    def of_kind(self, *kinds: EventKind) -> Iterator[Event]:
+        return (e for e in self.events if e.kind in kinds)
+
+    def sent(self) -> list[Event]:
+        return [e for e in self.events if e.kind == "send"]
+
+    def received(self) -> list[Event]:
+        return [e for e in self.events if e.kind == "recv"]
+
+    def processes(self) -> list[int]:
+        return sorted({e.proc for e in self.events})
+
+    def responses_to(self, send_index: int) -> list[Event]:
+        """Responses that answer the frame at `send_index`.
+
+        Over HTTP the pairing is exact (`ref`). Over stdio it is by id on the same process, among
+        messages that arrived after the frame was written, which is all a client can know.
+        """
+        sent = self.events[send_index]
+        if self.transport == "http":
+            return [e for e in self.events if e.kind == "recv" and e.ref == send_index]
+        msg = sent.message
+        if not isinstance(msg, dict) or "id" not in msg:
+            return []
+        want = msg["id"]
+        return [
+            e
+            for e in self.events[send_index + 1 :]
+            if e.kind == "recv"
+            and e.proc == sent.proc
+            and isinstance(e.message, dict)
+            and "method" not in e.message
+            and "id" in e.message
+            and _same_id(e.message["id"], want)
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "transport": self.transport,
+            "events": [e.to_json() for e in self.events],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Transcript:
+        return cls(
+            target=data["target"],
+            transport=data["transport"],
+            events=[Event.from_json(e) for e in data.get("events", [])],
+        )
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    """JSON-RPC ids match by value and type: 1 and "1" are different ids, and so are 1 and True."""
+    return type(a) is type(b) and a == b
