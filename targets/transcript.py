@@ -8,10 +8,16 @@ messages because byte-level mutations (a raw newline, invalid UTF-8) have no JSO
 from __future__ import annotations
 
 import base64
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+# Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
+# module-wide lock keeps each event's index, which `ref` points at, exact, and leaves the
+# dataclass itself copyable and picklable.
+_ADD_LOCK = threading.Lock()
 
 EventKind = Literal[
     "spawn",  # a process or HTTP instance came up; note = command line or URL
@@ -86,8 +92,9 @@ class Transcript:
 
     def add(self, kind: EventKind, **fields: Any) -> int:
         """Append an event stamped now; returns its index so HTTP responses can `ref` their request."""
-        self.events.append(Event(kind, time.monotonic() - self.started, **fields))
-        return len(self.events) - 1
+        with _ADD_LOCK:
+            self.events.append(Event(kind, time.monotonic() - self.started, **fields))
+            return len(self.events) - 1
 
     def of_kind(self, *kinds: EventKind) -> Iterator[Event]:
         return (e for e in self.events if e.kind in kinds)

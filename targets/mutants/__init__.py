@@ -1,1 +1,84 @@
-"""mcp-gauntlet."""
+"""One-bug mutants of the reference server: the yardstick for what the fuzzer claims to find.
+
+Each mutant is the reference server with exactly one realistic deviation switched on by name
+(`mcp-gauntlet serve --bug NAME`). The registry says which DIGEST rule ids a fuzzer should report
+for it, so a campaign against a mutant can be scored: found the rule, or missed it. The code that
+misbehaves lives next to the correct code in `targets/reference/` behind a flag, so a mutant can
+never drift away from the server it mutates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    name: str
+    rules: tuple[str, ...]
+    transport: Literal["any", "stdio", "http"]
+    description: str
+
+
+_ALL: Final[tuple[Mutant, ...]] = (
+    Mutant("remembered-capabilities", ("META-02",), "any",
+           "client capabilities declared on an earlier request are merged into later ones"),
+    Mutant("memory-store", ("SL-5",), "any",
+           "calendars and events live in process memory, so a fresh process cannot see them"),
+    Mutant("memory-request-state", ("MRTR-18", "SL-3"), "any",
+           "requestState is a key into a per-process table, so the retry must reach the same process"),
+    Mutant("null-id-accepted", ("RPC-04",), "any",
+           "a request with id null is served and answered with id null"),
+    Mutant("cross-wired-ids", ("RPC-06",), "http",
+           "an HTTP response carries the id of the previous request the process handled"),
+    Mutant("missing-result-type", ("RT-01",), "any",
+           "complete results omit resultType, as a 2025-era result builder would"),
+    Mutant("stdout-log", ("STDIO-03",), "stdio",
+           "a human-readable log line is printed to stdout for every request"),
+    Mutant("unsigned-request-state", ("MRTR-13",), "any",
+           "the requestState MAC is never checked, so tampered or forged state is honoured"),
+    Mutant("list-input-required", ("MRTR-01",), "any",
+           "tools/list sheds load with an input_required result carrying only requestState"),
+    Mutant("missing-meta-32601", ("META-04",), "any",
+           "a request without the required _meta keys gets -32601 instead of -32602"),
+    Mutant("unsupported-version-no-data", ("META-06",), "any",
+           "the -32022 error omits data.supported and data.requested"),
+    Mutant("exit-on-newline", ("STDIO-02",), "stdio",
+           "an empty line on stdin is mistaken for end of input and the server exits"),
+    Mutant("list-changes-after-call", ("TOOL-02",), "any",
+           "after any tools/call the process adds an `undo_last_call` tool to its tools/list"),
+    Mutant("serverinfo-top-level", ("DISC-04",), "any",
+           "server/discover puts serverInfo in the result body instead of result._meta"),
+    Mutant("reply-to-notification", ("RPC-10",), "any",
+           "notifications are dispatched like requests and answered with an id-null error"),
+    Mutant("http-session-id", ("SL-10",), "http",
+           "HTTP responses mint an Mcp-Session-Id header (and echo an incoming one)"),
+    Mutant("http-200-header-mismatch", ("HDR-01",), "http",
+           "a -32020 header-mismatch error is sent with HTTP 200 instead of 400"),
+    Mutant("http-200-unknown-method", ("HDR-05",), "http",
+           "a -32601 unknown-method error is sent with HTTP 200 instead of 404"),
+    Mutant("slow-leak", ("MRTR-17",), "any",
+           "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
+)
+
+MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in _ALL}
+
+
+class UnknownBugError(ValueError):
+    """A `--bug` name that is not in the registry; the message lists the known names."""
+
+
+def parse_bugs(names: Iterable[str]) -> frozenset[str]:
+    """Validate bug names; raises UnknownBugError naming the first unknown one."""
+    chosen = frozenset(names)
+    for name in sorted(chosen):
+        if name not in MUTANTS:
+            raise UnknownBugError(f"unknown bug {name!r} (see --list-bugs)")
+    return chosen
+
+
+def list_lines() -> list[str]:
+    """`name<TAB>rule ids` lines, the `--list-bugs` output (rule ids comma-separated)."""
+    return [f"{m.name}\t{','.join(m.rules)}" for m in _ALL]

@@ -1,0 +1,220 @@
+"""The judged exchange: a transcript with every frame classified and every answer paired once.
+
+Pairing is the oracle's hardest and most error-prone step, so it happens here and only here.
+Over HTTP it is exact (each response carries `ref`, the index of the POST it answers). Over
+stdio it is what a client can know: a response with an id answers the oldest outstanding frame
+on the same process with that id (same value AND type); a response without a readable id answers
+the oldest outstanding frame whose id could not be read (a malformed one), and failing that the
+latest notification, which is how a reply to a notification (RPC-10) is caught.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fuzz.oracle.facts import Said, Sent, classify_said, classify_sent, id_key, valid_id
+from fuzz.oracle.model import Era, Expectation
+from targets.transcript import Event, Transcript
+
+OrphanReason = Literal["unknown-id", "duplicate", "null-id"]
+
+
+@dataclass(slots=True)
+class Pair:
+    """One frame the harness sent and everything that answered it."""
+
+    index: int
+    event: Event
+    sent: Sent
+    responses: list[int] = field(default_factory=list)  # recv events that are results/errors for it
+    stream: list[int] = field(default_factory=list)  # HTTP: other recv events on its response (SSE)
+    http: list[int] = field(default_factory=list)  # HTTP: http/noise/timeout/error events for it
+    by_position: bool = False  # stdio: answered by a reply without a readable id
+
+    @property
+    def proc(self) -> int:
+        return self.event.proc
+
+    @property
+    def method(self) -> str | None:
+        return self.sent.method
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        return self.event.headers
+
+
+@dataclass(slots=True)
+class Exchange:
+    transcript: Transcript
+    era: Era = "modern"
+    expectations: Mapping[int, Expectation] = field(default_factory=dict)
+    sent: dict[int, Sent] = field(default_factory=dict)
+    said: dict[int, Said] = field(default_factory=dict)
+    pairs: list[Pair] = field(default_factory=list)
+    pair_at: dict[int, Pair] = field(default_factory=dict)
+    answer_of: dict[int, int] = field(default_factory=dict)  # recv index -> send index
+    orphans: list[tuple[int, OrphanReason]] = field(default_factory=list)
+    supported_versions: frozenset[str] | None = None  # union over discover results seen
+    server_capabilities: dict[str, Any] | None = None  # union of keys over discover results seen
+
+    @property
+    def transport(self) -> str:
+        return self.transcript.transport
+
+    @property
+    def events(self) -> list[Event]:
+        return self.transcript.events
+
+    def answers(self, pair: Pair) -> Iterator[tuple[int, Said]]:
+        for i in pair.responses:
+            yield i, self.said[i]
+
+    def status_of(self, pair: Pair) -> int | None:
+        """The HTTP status the frame got (the first recorded one), None over stdio or when unknown."""
+        for i in (*pair.responses, *pair.stream, *pair.http):
+            status = self.events[i].status
+            if status is not None:
+                return status
+        return None
+
+    def response_headers(self, pair: Pair) -> dict[str, str] | None:
+        for i in (*pair.responses, *pair.stream, *pair.http):
+            headers = self.events[i].headers
+            if headers is not None:
+                return headers
+        return None
+
+    def advertised(self, capability: str) -> bool | None:
+        """Whether the server advertised a capability in some DiscoverResult seen; None = unknown."""
+        if self.server_capabilities is None:
+            return None
+        return capability in self.server_capabilities
+
+
+def build_exchange(
+    transcript: Transcript,
+    *,
+    era: Era = "modern",
+    expectations: Mapping[int, Expectation] | None = None,
+) -> Exchange:
+    x = Exchange(transcript, era, dict(expectations or {}))
+    events = transcript.events
+    for i, event in enumerate(events):
+        if event.kind == "send":
+            pair = Pair(i, event, classify_sent(event.message, event.raw))
+            x.sent[i] = pair.sent
+            x.pairs.append(pair)
+            x.pair_at[i] = pair
+        elif event.kind == "recv":
+            x.said[i] = classify_said(event.message)
+    if transcript.transport == "http":
+        _pair_http(x)
+    else:
+        _pair_stdio(x)
+    _learn_discover(x)
+    return x
+
+
+def _pair_http(x: Exchange) -> None:
+    for i, event in enumerate(x.events):
+        if event.ref is None or event.ref not in x.pair_at or event.kind in ("send", "spawn"):
+            continue
+        pair = x.pair_at[event.ref]
+        if event.kind == "recv":
+            if x.said[i].is_response:
+                pair.responses.append(i)
+                x.answer_of[i] = pair.index
+            else:
+                pair.stream.append(i)
+        else:
+            pair.http.append(i)
+
+
+@dataclass(slots=True)
+class _ProcState:
+    by_id: dict[tuple[str, str], deque[int]] = field(default_factory=dict)
+    unreadable: list[int] = field(default_factory=list)  # frames whose id could not be read
+    notifications: list[int] = field(default_factory=list)
+    answered: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _pair_stdio(x: Exchange) -> None:
+    procs: dict[int, _ProcState] = {}
+    for i, event in enumerate(x.events):
+        if event.kind == "send":
+            state = procs.setdefault(event.proc, _ProcState())
+            sent = x.sent[i]
+            if sent.has_id:
+                state.by_id.setdefault(id_key(sent.id), deque()).append(i)
+            if sent.kind == "notification":
+                state.notifications.append(i)
+            elif not sent.id_readable or not sent.envelope_ok:
+                # A frame whose id is unreadable, or readable in a broken envelope (RPC-07 lets
+                # the server answer those without the id), or a response the client should not
+                # have sent (STDIO-04): each may draw an error without an id.
+                state.unreadable.append(i)
+        elif event.kind == "recv" and x.said[i].is_response:
+            state = procs.setdefault(event.proc, _ProcState())
+            _attribute(x, state, i, x.said[i])
+
+
+def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
+    def take(send_index: int, *, by_position: bool = False) -> None:
+        pair = x.pair_at[send_index]
+        pair.responses.append(recv)
+        pair.by_position = pair.by_position or by_position
+        x.answer_of[recv] = send_index
+        sent = x.sent[send_index]
+        if sent.has_id:
+            queue = state.by_id.get(id_key(sent.id))
+            if queue and send_index in queue:
+                queue.remove(send_index)
+            state.answered.add(id_key(sent.id))
+        if send_index in state.unreadable:
+            state.unreadable.remove(send_index)
+        if send_index in state.notifications:
+            state.notifications.remove(send_index)
+
+    if said.has_id:
+        queue = state.by_id.get(id_key(said.id))
+        if queue:
+            take(queue[0])
+            return
+    if not said.has_id or said.id is None or not valid_id(said.id):
+        if state.unreadable:
+            take(state.unreadable[0], by_position=True)
+            return
+        if state.notifications:
+            take(state.notifications[-1], by_position=True)
+            return
+        x.orphans.append((recv, "null-id"))
+        return
+    reason: OrphanReason = "duplicate" if id_key(said.id) in state.answered else "unknown-id"
+    x.orphans.append((recv, reason))
+
+
+def _learn_discover(x: Exchange) -> None:
+    versions: set[str] = set()
+    caps: dict[str, Any] = {}
+    seen = False
+    for pair in x.pairs:
+        if pair.method != "server/discover" or pair.sent.legacy:
+            continue
+        for _, said in x.answers(pair):
+            result = said.result
+            if not isinstance(result, dict) or result.get("resultType", "complete") != "complete":
+                continue
+            sv = result.get("supportedVersions")
+            cp = result.get("capabilities")
+            if isinstance(sv, list) and isinstance(cp, dict):
+                seen = True
+                versions.update(v for v in sv if isinstance(v, str))
+                for key, value in cp.items():
+                    caps.setdefault(key, value)
+    if seen:
+        x.supported_versions = frozenset(versions)
+        x.server_capabilities = caps

@@ -1,0 +1,96 @@
+"""Running the rules: `judge` for a whole transcript, `judge_response` for one pair (Locust)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from fuzz.oracle import errors, expect, framing, http, meta, mrtr, results, stdio  # noqa: F401  (registers rules)
+from fuzz.oracle.exchange import build_exchange
+from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
+from targets.transcript import Event, Transcript
+
+ERAS: tuple[Era, ...] = ("modern", "legacy")
+
+
+class OracleUsageError(ValueError):
+    """A caller asked for something the oracle does not have (an unknown era or rule id)."""
+
+
+@lru_cache(maxsize=8)
+def rules_for(era: Era, scope: str | None = None) -> tuple[Rule, ...]:
+    """The rules that hold in `era` (and of `scope`, when given), in registration order."""
+    if era not in ERAS:
+        raise OracleUsageError(f"unknown era {era!r}; expected one of {', '.join(ERAS)}")
+    return tuple(r for r in RULES.values() if era in r.eras and (scope is None or r.scope == scope))
+
+
+def _select(era: Era, wanted: Iterable[str] | None) -> tuple[Rule, ...]:
+    applicable = rules_for(era)
+    if wanted is None:
+        return applicable
+    wanted = list(wanted)
+    unknown = [w for w in wanted if w not in RULES]
+    if unknown:
+        raise OracleUsageError(f"unknown rule id(s): {', '.join(unknown)}")
+    chosen = set(wanted)
+    return tuple(r for r in applicable if r.id in chosen)
+
+
+def _finish(found: list[Violation]) -> list[Violation]:
+    unique = list(dict.fromkeys(found))
+    unique.sort(key=lambda v: (v.event_index if v.event_index is not None else -1, v.rule))
+    return unique
+
+
+def judge(
+    transcript: Transcript,
+    *,
+    era: Era = "modern",
+    expectations: Mapping[int, Expectation] | None = None,
+    rules: Iterable[str] | None = None,
+) -> list[Violation]:
+    """Every violation in `transcript` of the rules that hold in `era`.
+
+    `expectations` maps a send event's index to what the caller knows the server must do with
+    that frame (see `Expectation`); `rules` restricts the run to some rule ids. A legacy-era run
+    never reports a modern-only rule.
+    """
+    selected = _select(era, rules)
+    x = build_exchange(transcript, era=era, expectations=expectations)
+    found: list[Violation] = []
+    for r in selected:
+        found.extend(r.check(x))
+    return _finish(found)
+
+
+def judge_response(
+    request: Any,
+    response: Any,
+    *,
+    http_status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    request_headers: Mapping[str, str] | None = None,
+    raw: bytes | None = None,
+    era: Era = "modern",
+) -> list[Violation]:
+    """Judge one request and its one response without a transcript: the Locust fast path.
+
+    Runs only the pair-scoped rules. HTTP is assumed when a status or response headers are
+    given. `response=None` means the body carried no JSON-RPC message (a 202, an empty 4xx).
+    Header rules (HDR-01..03) need `request_headers`; without them they stay silent.
+    """
+    transport = "http" if http_status is not None or headers is not None else "stdio"
+    resp_headers = dict(headers) if headers is not None else None
+    sent = Event("send", 0.0, message=request, headers=dict(request_headers) if request_headers else None)
+    if response is None:
+        answer = Event("http", 0.0, status=http_status, headers=resp_headers, raw=raw or b"", ref=0)
+    else:
+        answer = Event("recv", 0.0, message=response, raw=raw, status=http_status, headers=resp_headers, ref=0)
+    transcript = Transcript("judge_response", transport, [sent, answer])
+    x = build_exchange(transcript, era=era)
+    found: list[Violation] = []
+    for r in rules_for(era, "pair"):
+        found.extend(r.check(x))
+    return _finish(found)

@@ -1,0 +1,245 @@
+"""DIGEST sections 3, 4, 9: resultType, result schemas, caching hints, discover (RT-*, CACHE-*, DISC-*, list stability).
+
+Every rule here judges only results of requests that carried a modern protocolVersion: a result
+to a legacy-version request has no resultType by design (RT-05), and a JSON-RPC error is not a
+result at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import orjson
+
+from fuzz.oracle.exchange import Exchange, Pair
+from fuzz.oracle.facts import METHOD_CAPABILITY, Said, describe, is_integer
+from fuzz.oracle.http import header_defects
+from fuzz.oracle.model import Violation, rule
+from fuzz.oracle.schemas import SchemaError, result_validator
+from targets import wire
+
+CORE_RESULT_TYPES: Final = frozenset({"complete", "input_required"})
+LIST_METHODS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+# Official example ReadResourceResultResponse/read-resource-result-response.json omits ttlMs and
+# cacheScope that the schema requires: the spec contradicts itself (like DIGEST 18), so for
+# resources/read an absent caching field is accepted; a present one must still be valid.
+CACHING_OPTIONAL_BY_EXAMPLE: Final = frozenset({"resources/read"})
+# Errors other rules own, so one defect gives one finding (RT-01, CACHE-*, MRTR-04).
+_OWNED_REQUIRED: Final = ("'resultType'", "'ttlMs'", "'cacheScope'")
+_OWNED_PATHS: Final = frozenset({"resultType", "ttlMs", "cacheScope"})
+
+
+def modern_results(x: Exchange) -> Iterator[tuple[Pair, int, Said, dict[str, Any]]]:
+    """(pair, recv index, said, result) for every object result of a modern-version request."""
+    for pair in x.pairs:
+        if pair.sent.kind != "request" or not pair.sent.modern:
+            continue
+        for i, said in x.answers(pair):
+            if said.kind == "result" and isinstance(said.result, dict):
+                yield pair, i, said, said.result
+
+
+@rule("RT-01", "MUST", "every result of a modern request has a resultType string")
+def rt_01(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair, i, _, result in modern_results(x):
+        if "resultType" not in result:
+            out.append(Violation("RT-01", "MUST", "result without resultType",
+                                 f"request carried protocolVersion {pair.sent.version}", pair.method, i))
+        elif not isinstance(result["resultType"], str):
+            out.append(Violation("RT-01", "MUST", "resultType is not a string",
+                                 f"resultType is {describe(result['resultType'])}", pair.method, i))
+    return out
+
+
+@rule("RT-04", "MUST", "resultType is complete or input_required unless an extension defines more")
+def rt_04(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    server_ext = x.server_capabilities.get("extensions") if x.server_capabilities else None
+    for pair, i, _, result in modern_results(x):
+        value = result.get("resultType")
+        if not isinstance(value, str) or value in CORE_RESULT_TYPES:
+            continue
+        client_ext = pair.sent.capabilities.get("extensions")
+        if client_ext or server_ext:
+            continue  # an extension in play may define this value (RT-03)
+        out.append(Violation("RT-04", "MUST", f"unknown resultType {value!r}",
+                             "no extension was declared by the request or advertised by the server",
+                             pair.method, i))
+    return out
+
+
+def _owned(err: SchemaError, result_type: Any) -> bool:
+    if err.validator == "required" and not err.path and err.message.startswith(_OWNED_REQUIRED):
+        return True
+    if err.path and err.path[0] in _OWNED_PATHS:
+        return True
+    return result_type == "input_required" and bool(err.path) and err.path[0] == "inputRequests"
+
+
+@rule("RT-06", "MUST", "a result validates against the schema its resultType selects (TOOL-04/08, RES-02/03, "
+      "PR-02/03, DISC-03, completion)")
+def rt_06(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair, i, _, result in modern_results(x):
+        value = result.get("resultType", "complete")
+        if value not in CORE_RESULT_TYPES or pair.method is None:
+            continue
+        if value == "input_required" and pair.method not in wire.INPUT_REQUIRED_METHODS:
+            continue  # MRTR-01
+        validate = result_validator(pair.method, value)
+        if validate is None:
+            continue
+        errors = [e for e in validate(result) if not _owned(e, value)]
+        if errors:
+            shown = "; ".join(f"{e.where()}: {e.message[:120]}" for e in errors[:3])
+            more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+            out.append(Violation("RT-06", "MUST", f"{value} result of {pair.method} fails its schema",
+                                 shown + more, pair.method, i))
+    return out
+
+
+def _cacheable_complete(x: Exchange) -> Iterator[tuple[Pair, int, dict[str, Any]]]:
+    for pair, i, _, result in modern_results(x):
+        if pair.method in wire.CACHEABLE_METHODS and result.get("resultType", "complete") == "complete":
+            yield pair, i, result
+
+
+@rule("CACHE-01", "MUST", "complete results of cacheable methods carry ttlMs and cacheScope")
+def cache_01(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair, i, result in _cacheable_complete(x):
+        if pair.method in CACHING_OPTIONAL_BY_EXAMPLE:
+            continue
+        missing = [k for k in ("ttlMs", "cacheScope") if k not in result]
+        if missing:
+            out.append(Violation("CACHE-01", "MUST", f"cacheable result without {' and '.join(missing)}",
+                                 "", pair.method, i))
+    return out
+
+
+@rule("CACHE-02", "MUST", "ttlMs is an integer >= 0")
+def cache_02(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair, i, result in _cacheable_complete(x):
+        if "ttlMs" in result:
+            ttl = result["ttlMs"]
+            if not is_integer(ttl) or ttl < 0:
+                out.append(Violation("CACHE-02", "MUST", "ttlMs is not an integer >= 0",
+                                     f"ttlMs is {describe(ttl)}", pair.method, i))
+    return out
+
+
+@rule("CACHE-03", "MUST", 'cacheScope is "public" or "private"')
+def cache_03(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair, i, result in _cacheable_complete(x):
+        if "cacheScope" in result and result["cacheScope"] not in ("public", "private"):
+            out.append(Violation("CACHE-03", "MUST", "cacheScope is not public or private",
+                                 f"cacheScope is {describe(result['cacheScope'])}", pair.method, i))
+    return out
+
+
+@rule("CACHE-04", "MUST", "all pages of one list share the same cacheScope", scope="transcript")
+def cache_04(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    scope_after: dict[tuple[str, str], Any] = {}  # (method, cursor it handed out) -> that page's scope
+    for pair, i, result in _cacheable_complete(x):
+        if pair.method not in LIST_METHODS:
+            continue
+        scope = result.get("cacheScope")
+        cursor = pair.sent.params.get("cursor") if pair.sent.params else None
+        if isinstance(cursor, str) and (pair.method, cursor) in scope_after:
+            before = scope_after[(pair.method, cursor)]
+            if before in ("public", "private") and scope in ("public", "private") and before != scope:
+                out.append(Violation("CACHE-04", "MUST", "pages of one list differ in cacheScope",
+                                     f"previous page {before!r}, this page {scope!r}", pair.method, i))
+        next_cursor = result.get("nextCursor")
+        if isinstance(next_cursor, str):
+            scope_after[(pair.method, next_cursor)] = scope
+    return out
+
+
+@rule("DISC-04", "SHOULD", "serverInfo lives in result._meta, not in the discover body")
+def disc_04(x: Exchange) -> list[Violation]:
+    return [
+        Violation("DISC-04", "SHOULD", "server/discover result has a top-level serverInfo",
+                  f"serverInfo belongs in _meta[{wire.META_SERVER_INFO!r}]", pair.method, i)
+        for pair, i, _, result in modern_results(x)
+        if pair.method == "server/discover" and "serverInfo" in result
+    ]
+
+
+@rule("DISC-01", "MUST", "every server implements server/discover")
+def disc_01(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair in x.pairs:
+        if pair.method != "server/discover" or not pair.sent.well_formed_request or not pair.sent.modern:
+            continue
+        if header_defects(pair):
+            continue
+        for i, said in x.answers(pair):
+            if said.code == wire.METHOD_NOT_FOUND:
+                out.append(Violation("DISC-01", "MUST", "server/discover answered -32601",
+                                     "every 2026-07-28 server implements server/discover", pair.method, i))
+    return out
+
+
+@rule("DISC-07", "MUST", "methods are served exactly when their server capability is advertised")
+def disc_07(x: Exchange) -> list[Violation]:
+    if x.server_capabilities is None:
+        return []
+    out: list[Violation] = []
+    for pair in x.pairs:
+        capability = METHOD_CAPABILITY.get(pair.method or "")
+        if capability is None or not pair.sent.modern or pair.sent.kind != "request":
+            continue
+        strength = "SHOULD" if capability == "completions" else "MUST"
+        advertised = x.advertised(capability)
+        for i, said in x.answers(pair):
+            if said.kind == "result" and not advertised:
+                out.append(Violation("DISC-07", strength, f"{pair.method} served without the {capability!r} capability",
+                                     "server/discover did not advertise it; expected -32601", pair.method, i))
+            elif said.code == wire.METHOD_NOT_FOUND and advertised and pair.sent.well_formed_request \
+                    and not header_defects(pair):
+                out.append(Violation("DISC-07", "MUST", f"{pair.method} answered -32601 though {capability!r} is advertised",
+                                     "a method of an advertised capability exists", pair.method, i))
+    return out
+
+
+_LIST_KEYS: Final = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name")}
+
+
+def _list_stability(x: Exchange, method: str, rule_id: str) -> list[Violation]:
+    seen: dict[Any, tuple[frozenset[str], int]] = {}
+    out: list[Violation] = []
+    field, key = _LIST_KEYS[method]
+    for pair, i, result in _cacheable_complete(x):
+        if pair.method != method or not isinstance(result.get(field), list):
+            continue
+        cursor = pair.sent.params.get("cursor") if pair.sent.params else None
+        names = frozenset(str(item.get(key)) for item in result[field] if isinstance(item, dict))
+        # The list MAY depend on what this request declared (a server may hide tools that need a
+        # capability the client lacks), so only requests declaring the same thing are compared.
+        token = (describe(cursor), orjson.dumps(pair.sent.capabilities, option=orjson.OPT_SORT_KEYS))
+        if token in seen and seen[token][0] != names:
+            before = seen[token][0]
+            diff = sorted(before ^ names)[:5]
+            out.append(Violation(rule_id, "HEURISTIC", f"{method} result changed within one run",
+                                 f"differs from event {seen[token][1]} in {diff}", method, i))
+            continue
+        seen.setdefault(token, (names, i))
+    return out
+
+
+@rule("TOOL-02", "HEURISTIC", "tools/list does not vary per connection or as a side effect of other requests",
+      scope="transcript")
+def tool_02(x: Exchange) -> list[Violation]:
+    return _list_stability(x, "tools/list", "TOOL-02")
+
+
+@rule("PR-01", "HEURISTIC", "prompts/list does not vary per connection or as a side effect of other requests",
+      scope="transcript")
+def pr_01(x: Exchange) -> list[Violation]:
+    return _list_stability(x, "prompts/list", "PR-01")

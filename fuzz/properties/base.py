@@ -1,0 +1,102 @@
+"""What a property is, and the registry the campaign, replay and pytest plugin share.
+
+A property is three things: a strategy of cases (plain data), a relational check (what no
+single-frame oracle rule can see: two answers that should be equal, a retry that should have
+been served), and how many fresh processes one example needs. The judging of a run is always
+"the oracle on the whole transcript, plus the property's own check", both during a campaign and
+in a replay, so a replay cannot pass for a reason the campaign would have failed it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+
+from fuzz.oracle.model import Expectation, Violation
+from fuzz.properties.case import Case
+from fuzz.properties.executor import Run
+from fuzz.properties.surface import Surface
+
+
+@dataclass(slots=True)
+class Context:
+    """What a property may know about the target when it draws cases and judges runs."""
+
+    transport: str  # "stdio" or "http"
+    era: str = "modern"
+    fresh_processes: bool = True
+    surface: Surface = field(default_factory=Surface.reference)
+    target: str = ""
+
+
+class Property(ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    #: Fresh processes one example uses; 0 means it runs on a warm process, frame after frame.
+    fresh_per_example: ClassVar[int] = 0
+    #: Eras whose rules this property's frames and checks belong to.
+    eras: ClassVar[frozenset[str]] = frozenset({"modern"})
+    #: Relative share of the campaign budget (fresh-process properties cost more per example).
+    weight: ClassVar[float] = 1.0
+
+    @abstractmethod
+    def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
+        """The cases this property draws for `ctx`."""
+
+    def check(self, run: Run, ctx: Context) -> list[Violation]:
+        """Relational judgements over the whole run; the oracle's per-frame rules come on top."""
+        return []
+
+    def applicable(self, ctx: Context) -> str | None:
+        """None when the property can run on `ctx`; otherwise why not (shown as a skip)."""
+        if ctx.era not in self.eras:
+            return f"judged only by {', '.join(sorted(self.eras))}-era rules"
+        return None
+
+
+PROPERTY_MODULES: tuple[str, ...] = (
+    "fuzz.properties.framing",
+    "fuzz.properties.ids",
+    "fuzz.properties.valid",
+    "fuzz.properties.history",
+    "fuzz.properties.lists",
+    "fuzz.properties.handoff",
+    "fuzz.properties.mrtr",
+)
+
+
+def all_properties() -> dict[str, Property]:
+    """Every property by name, in campaign order."""
+    found: dict[str, Property] = {}
+    for module_name in PROPERTY_MODULES:
+        module = importlib.import_module(module_name)
+        prop = module.PROPERTY
+        found[prop.name] = prop
+    return found
+
+
+def expectations_of(run: Run) -> dict[int, Expectation]:
+    """The oracle's expectations, keyed by the send events the steps became."""
+    out: dict[int, Expectation] = {}
+    for k, step in enumerate(run.case.steps):
+        if step.expect is None or k not in run.sends:
+            continue
+        exp = step.expect
+        out[run.sends[k]] = exp if isinstance(exp, Expectation) else Expectation.from_json(dict(exp))
+    return out
+
+
+def violation_json(v: Violation) -> dict[str, Any]:
+    out = v.to_json()
+    out["event"] = v.event_index
+    return out
+
+
+def params_get(case: Case, name: str, default: Any = None) -> Any:
+    value: Mapping[str, Any] = case.params
+    return value.get(name, default)

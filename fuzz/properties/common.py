@@ -1,0 +1,174 @@
+"""Pieces every property uses: building a case step by step, sentinels, target-aware calls.
+
+"Target-aware" means valid in the way that reaches code: a tool the target lists with arguments
+drawn from its own inputSchema, a resource it has, a prompt with its required arguments. Frames
+drawn from the message schema alone are valid too, but a random tool name earns "unknown tool"
+and nothing more; both kinds are used.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+from fuzz.oracle.model import Expectation
+from fuzz.properties.case import Binding, Case, Step
+from fuzz.properties.surface import ALL_CLIENT_CAPABILITIES, Surface, minimal_arguments
+from targets import wire
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+CAPABILITY_CHOICES: tuple[dict[str, Any], ...] = (
+    {},
+    {"elicitation": {}},
+    {"elicitation": {"form": {}}},
+    {"sampling": {}},
+    {"roots": {}},
+    ALL_CLIENT_CAPABILITIES,
+)
+SENTINEL_METHOD = "server/discover"
+
+
+@dataclass(slots=True)
+class Call:
+    """A request before it has an id: method, params, and what its `_meta` should say."""
+
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    version: str = wire.MODERN_VERSION
+    log_level: str | None = None
+    input_schema: dict[str, Any] | None = None  # the tool's, so HTTP Mcp-Param-* headers are right
+
+    def frame(self, rid: int | str) -> dict[str, Any]:
+        return wire.build_request(
+            rid, self.method, copy.deepcopy(self.params), capabilities=self.capabilities,
+            version=self.version, log_level=self.log_level,
+        )
+
+
+class CaseBuilder:
+    """Appends steps with fresh ids; ids are ints or strings as the drawn style says."""
+
+    def __init__(self, prop: str, *, id_style: str = "int", first_id: int = 1) -> None:
+        self.prop = prop
+        self.id_style = id_style
+        self._next = first_id
+        self.steps: list[Step] = []
+
+    def rid(self) -> int | str:
+        n = self._next
+        self._next += 1
+        return n if self.id_style == "int" else f"g{n}"
+
+    def add(self, step: Step) -> int:
+        self.steps.append(step)
+        return len(self.steps) - 1
+
+    def call(
+        self, proc: int, call: Call, *, label: str = "", bind: list[Binding] | None = None,
+        expect: Expectation | None = None, mutation: str | None = None, rid: int | str | None = None,
+        group: int | None = None,
+    ) -> int:
+        frame = call.frame(self.rid() if rid is None else rid)
+        return self.add(Step(
+            proc=proc, frame=frame, label=label or call.method, bind=list(bind or []),
+            expect=expect.to_json() if expect is not None else None, mutation=mutation,
+            input_schema=call.input_schema, group=group,
+        ))
+
+    def sentinel(self, proc: int) -> int:
+        return self.call(proc, Call(SENTINEL_METHOD), label="sentinel")
+
+    def build(self, *, warm: list[int] | None = None, params: Mapping[str, Any] | None = None) -> Case:
+        return Case(property=self.prop, steps=list(self.steps), warm=list(warm or []),
+                    params=dict(params or {}))
+
+
+def id_styles() -> st.SearchStrategy[str]:
+    return st.sampled_from(["int", "str"])
+
+
+# --- target-aware valid calls ---
+
+
+def _tool_args(tool: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    schema = tool.get("inputSchema")
+    fallback = minimal_arguments(schema) or {}
+    try:
+        from strategies.compiler import compile_schema
+
+        strat = compile_schema(schema if isinstance(schema, dict) else {"type": "object"})
+        return st.one_of(st.just(fallback), strat.filter(lambda v: isinstance(v, dict)))
+    except Exception:  # noqa: BLE001 - an exotic schema must not stop the campaign
+        return st.just(fallback)
+
+
+def _short_text() -> st.SearchStrategy[str]:
+    return st.text(min_size=1, max_size=24)
+
+
+def surface_calls(surface: Surface, *, mrtr: bool = True) -> st.SearchStrategy[Call]:
+    """A valid call to something the target offers (or to a method that needs nothing)."""
+    caps = st.sampled_from(CAPABILITY_CHOICES)
+    levels = st.one_of(st.none(), st.sampled_from(LOG_LEVELS))
+    options: list[st.SearchStrategy[Call]] = [
+        st.builds(Call, st.just("server/discover"), st.just({}), caps, st.just(wire.MODERN_VERSION), levels),
+    ]
+    offered = surface.capabilities or {}
+    for method, cap in (("tools/list", "tools"), ("prompts/list", "prompts"), ("resources/list", "resources"),
+                        ("resources/templates/list", "resources")):
+        if cap in offered:
+            options.append(st.builds(Call, st.just(method), st.just({}), caps, st.just(wire.MODERN_VERSION), levels))
+    tools = [t for t in surface.tools if isinstance(t.get("name"), str)]
+    if tools:
+        def tool_call(tool: dict[str, Any]) -> st.SearchStrategy[Call]:
+            return st.builds(
+                lambda args, c, lv, t=tool: Call("tools/call", {"name": t["name"], "arguments": args}, c,
+                                                 log_level=lv, input_schema=t.get("inputSchema")),
+                _tool_args(tool), caps, levels,
+            )
+
+        options.append(st.sampled_from(tools).flatmap(tool_call))
+    uris = [r["uri"] for r in surface.resources if isinstance(r.get("uri"), str)]
+    if uris:
+        options.append(st.builds(lambda u, c, lv: Call("resources/read", {"uri": u}, c, log_level=lv),
+                                 st.sampled_from(uris), caps, levels))
+    prompts = [p for p in surface.prompts if isinstance(p.get("name"), str)]
+    if prompts:
+        def prompt_call(prompt: dict[str, Any]) -> st.SearchStrategy[Call]:
+            names = [a["name"] for a in prompt.get("arguments", []) or []
+                     if isinstance(a, dict) and isinstance(a.get("name"), str) and a.get("required")]
+            args = st.fixed_dictionaries({n: _short_text() for n in names})
+            return st.builds(lambda a, c, lv, p=prompt: Call("prompts/get", {"name": p["name"], "arguments": a}, c,
+                                                             log_level=lv), args, caps, levels)
+
+        options.append(st.sampled_from(prompts).flatmap(prompt_call))
+        if "completions" in offered:
+            def completion(prompt: dict[str, Any]) -> st.SearchStrategy[Call]:
+                names = [a["name"] for a in prompt.get("arguments", []) or []
+                         if isinstance(a, dict) and isinstance(a.get("name"), str)] or ["q"]
+                return st.builds(
+                    lambda n, v, p=prompt: Call("completion/complete", {
+                        "ref": {"type": "ref/prompt", "name": p["name"]}, "argument": {"name": n, "value": v}}),
+                    st.sampled_from(names), st.text(max_size=8))
+
+            options.append(st.sampled_from(prompts).flatmap(completion))
+    if mrtr and surface.triggers:
+        options.append(st.sampled_from(surface.triggers).map(
+            lambda t: Call(t.method, copy.deepcopy(t.params), dict(t.capabilities),
+                           input_schema=_schema_for(surface, t.params))))
+    return st.one_of(options)
+
+
+def _schema_for(surface: Surface, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    tool = surface.tool(params.get("name")) if isinstance(params.get("name"), str) else None
+    return tool.get("inputSchema") if tool else None
+
+
+def tool_schema(surface: Surface, name: str) -> dict[str, Any] | None:
+    tool = surface.tool(name)
+    return tool.get("inputSchema") if tool else None

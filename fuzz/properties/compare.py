@@ -1,0 +1,107 @@
+"""Comparing two answers "after normalising ids, handles and opaque states".
+
+Two processes that both behave correctly still differ in what they mint: request ids, event ids,
+requestState, timestamps. What must not differ is the kind of answer: error or result, which
+error code, which resultType, whether the tool failed, which questions an input_required asks,
+which members the result has. That is the *shape*, and statelessness is judged on it.
+
+List results are the exception: a list is the same list (TOOL-02, RES-01, PR-01), so items are
+compared exactly, with only `_meta` left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from fuzz.properties.executor import Run
+
+
+def shape(msg: Any) -> tuple[Any, ...]:
+    if msg is None:
+        return ("no answer",)
+    if not isinstance(msg, dict):
+        return ("not an object",)
+    if isinstance(msg.get("error"), dict):
+        return ("error", msg["error"].get("code"))
+    result = msg.get("result")
+    if not isinstance(result, dict):
+        return ("other",)
+    kind = result.get("resultType")
+    out: tuple[Any, ...] = ("result", kind, bool(result.get("isError", False)))
+    if kind == "input_required":
+        requests = result.get("inputRequests") if isinstance(result.get("inputRequests"), dict) else {}
+        out += (tuple(sorted(str(r.get("method")) for r in requests.values() if isinstance(r, dict))),)
+    else:
+        out += (tuple(sorted(k for k in result if k not in ("_meta", "requestState", "inputRequests"))),)
+    return out
+
+
+def describe_shape(s: tuple[Any, ...]) -> str:
+    if s[0] == "error":
+        return f"error {s[1]}"
+    if s[0] == "result":
+        text = f"result {s[1]}"
+        if s[2]:
+            text += " (isError)"
+        if s[1] == "input_required" and len(s) > 3:
+            text += f" asking {', '.join(s[3]) or 'nothing'}"
+        return text
+    return s[0]
+
+
+def log_count(run: Run, step: int) -> int:
+    """notifications/message the server sent for this step's request (stdio: between the send
+    and the response on the same process; HTTP: on the response stream)."""
+    idx = run.sends.get(step)
+    if idx is None:
+        return 0
+    events = run.transcript.events
+    sent = events[idx]
+    end = run.response_events.get(step, len(events))
+    count = 0
+    for event in events[idx + 1 : end + 1 if end >= 0 else len(events)]:
+        msg = event.message
+        if not (event.kind == "recv" and isinstance(msg, dict) and msg.get("method") == "notifications/message"):
+            continue
+        if run.transcript.transport == "http":
+            count += event.ref == idx
+        else:
+            count += event.proc == sent.proc
+    return count
+
+
+def list_items(msg: Any, key: str) -> bytes | None:
+    """The list's items and whether more pages follow, canonically encoded; None for a non-result."""
+    if not isinstance(msg, dict) or not isinstance(msg.get("result"), dict):
+        return None
+    result = msg["result"]
+    items = result.get(key)
+    return orjson.dumps({"items": items, "more": isinstance(result.get("nextCursor"), str)},
+                        option=orjson.OPT_SORT_KEYS)
+
+
+def list_diff(a: bytes | None, b: bytes | None, key: str) -> str:
+    """A short description of how two encoded lists differ (names added/removed when possible)."""
+    if a is None or b is None:
+        return "one of the answers is not a list result"
+    da, db = orjson.loads(a), orjson.loads(b)
+    ia, ib = da.get("items") or [], db.get("items") or []
+
+    def names(items: Any) -> list[str]:
+        return [str(i.get("name") or i.get("uri") or i.get("uriTemplate")) for i in items if isinstance(i, dict)]
+
+    na, nb = names(ia), names(ib)
+    added = [n for n in nb if n not in na]
+    removed = [n for n in na if n not in nb]
+    if added or removed:
+        parts = []
+        if added:
+            parts.append(f"extra {key}: {', '.join(added[:5])}")
+        if removed:
+            parts.append(f"missing {key}: {', '.join(removed[:5])}")
+        return "; ".join(parts)
+    if na != nb:
+        return f"same {key} in a different order"
+    return f"{key} differ in their definitions"

@@ -1,0 +1,263 @@
+"""Playing a case against a target: connections per logical process, frames in order, answers kept.
+
+The executor is the only code that decides which physical process a logical process of a case
+is. During a campaign, a process a case marks `warm` may be one that already served earlier
+examples (that is how properties that do not need a fresh process run many frames per process);
+every other logical process is a fresh one taken from a pool that started it while the previous
+example ran. A replay marks nothing warm, so every process it uses is fresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
+from targets import wire
+from targets.connection import Connection, same_id
+from targets.target_spec import TargetSpec
+from targets.transcript import Transcript
+
+DEFAULT_STEP_TIMEOUT = 5.0
+
+
+class HarnessError(RuntimeError):
+    """Our side failed (the target cannot be started at all): a usage problem, never a finding."""
+
+
+# --- where connections come from ---
+
+
+class Endpoint(ABC):
+    """Connections to one target over one transport; owns the processes it starts."""
+
+    transport: str
+    spec: TargetSpec
+    #: Whether `fresh` really gives a process nobody talked to (False for a running http:// URL).
+    fresh_processes: bool = True
+
+    def new_transcript(self) -> Transcript:
+        return Transcript(target=self.spec.text, transport=self.transport)  # type: ignore[arg-type]
+
+    @abstractmethod
+    def fresh(self, transcript: Transcript) -> Connection:
+        """A connection to a process that has served nothing yet."""
+
+    def warm(self, transcript: Transcript) -> Connection:
+        """A connection that may have served earlier examples (default: a fresh one)."""
+        return self.fresh(transcript)
+
+    def retire(self, conn: Connection, *, reusable: bool) -> None:
+        """Done with `conn` for this example; keep it warm if allowed and alive, else end it."""
+        conn.close()
+
+    def prepare(self, fresh_per_example: int) -> None:  # noqa: B027 - optional hook
+        """Tell the pool how many fresh processes one example uses, so it keeps that many ready."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """End every process this endpoint started; idempotent."""
+
+
+# --- one run of one case ---
+
+
+@dataclass(slots=True)
+class Run:
+    """What happened when a case was played."""
+
+    case: Case
+    transcript: Transcript
+    sends: dict[int, int] = field(default_factory=dict)  # step -> index of its `send` event
+    responses: dict[int, Any] = field(default_factory=dict)  # step -> the response message
+    response_events: dict[int, int] = field(default_factory=dict)  # step -> index of that `recv`
+    skipped: dict[int, str] = field(default_factory=dict)  # step -> why it was not sent
+    proc_of: dict[int, int] = field(default_factory=dict)  # logical proc -> transcript proc
+    reused: set[int] = field(default_factory=set)  # logical procs that were warm processes
+    frames: dict[int, Any] = field(default_factory=dict)  # step -> the frame actually sent
+    run_values: dict[str, Any] = field(default_factory=lambda: {"nonce": uuid.uuid4().hex[:12]})
+
+    def response(self, step: int) -> Any:
+        return self.responses.get(step)
+
+    def result(self, step: int) -> dict[str, Any] | None:
+        msg = self.responses.get(step)
+        if isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+            return msg["result"]
+        return None
+
+    def error(self, step: int) -> dict[str, Any] | None:
+        msg = self.responses.get(step)
+        if isinstance(msg, dict) and isinstance(msg.get("error"), dict):
+            return msg["error"]
+        return None
+
+    def status(self, step: int) -> int | None:
+        """HTTP status of the answer to a step (None on stdio or when none came)."""
+        idx = self.sends.get(step)
+        if idx is None or self.transcript.transport != "http":
+            return None
+        for event in self.transcript.events[idx + 1 :]:
+            if event.ref == idx and event.status is not None:
+                return event.status
+        return None
+
+    def events_after(self, step: int) -> list[Any]:
+        idx = self.sends.get(step)
+        return [] if idx is None else self.transcript.events[idx + 1 :]
+
+
+def _request_id(frame: Any) -> tuple[bool, Any]:
+    """Whether the frame is a request whose answer can be matched by id, and that id."""
+    if isinstance(frame, dict) and "method" in frame and "id" in frame:
+        rid = frame["id"]
+        if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)):
+            return True, rid
+    return False, None
+
+
+def execute(
+    case: Case,
+    endpoint: Endpoint,
+    *,
+    reuse: bool = False,
+    timeout: float = DEFAULT_STEP_TIMEOUT,
+    on_conn: Callable[[Connection], None] | None = None,
+) -> Run:
+    """Play `case`; every connection it opened is retired before this returns, whatever happens."""
+    transcript = endpoint.new_transcript()
+    run = Run(case=case, transcript=transcript)
+    conns: dict[int, Connection] = {}
+    clean = False
+    try:
+        steps = case.steps
+        i = 0
+        while i < len(steps):
+            j = i + 1
+            if steps[i].group is not None:
+                while j < len(steps) and steps[j].group == steps[i].group and steps[j].proc == steps[i].proc:
+                    j += 1
+            _play_batch(run, steps, range(i, j), conns, endpoint, reuse=reuse, timeout=timeout, on_conn=on_conn)
+            i = j
+        clean = True
+    finally:
+        for proc, conn in conns.items():
+            keep = clean and reuse and proc in case.warm
+            try:
+                endpoint.retire(conn, reusable=keep)
+            except Exception:  # noqa: BLE001 - retiring must not hide the real outcome
+                with contextlib.suppress(Exception):
+                    conn.close()
+    return run
+
+
+def _connection(
+    run: Run, proc: int, conns: dict[int, Connection], endpoint: Endpoint, *, reuse: bool,
+    on_conn: Callable[[Connection], None] | None,
+) -> Connection:
+    conn = conns.get(proc)
+    if conn is not None:
+        return conn
+    before = len(run.transcript.events)
+    if reuse and proc in run.case.warm:
+        conn = endpoint.warm(run.transcript)
+    else:
+        conn = endpoint.fresh(run.transcript)
+    conns[proc] = conn
+    spawned = [e for e in run.transcript.events[before:] if e.kind == "spawn"]
+    run.proc_of[proc] = spawned[-1].proc if spawned else getattr(conn, "proc", proc)
+    if spawned and "(reused)" in spawned[-1].note:
+        run.reused.add(proc)
+    if on_conn is not None:
+        on_conn(conn)
+    return conn
+
+
+def _play_batch(
+    run: Run, steps: list[Step], indices: range, conns: dict[int, Connection], endpoint: Endpoint, *,
+    reuse: bool, timeout: float, on_conn: Callable[[Connection], None] | None,
+) -> None:
+    ready: list[tuple[int, Any]] = []
+    for k in indices:
+        step = steps[k]
+        try:
+            frame = build_frame(step, {**run.responses, RUN_SOURCE: run.run_values})
+        except BindingError as exc:
+            run.skipped[k] = str(exc)
+            continue
+        payload: Any = step.raw if step.raw is not None else frame
+        if payload is None:
+            run.skipped[k] = "nothing to send"
+            continue
+        run.frames[k] = frame
+        ready.append((k, payload))
+    if not ready:
+        return
+    conn = _connection(run, steps[ready[0][0]].proc, conns, endpoint, reuse=reuse, on_conn=on_conn)
+    if len(ready) == 1:
+        k, payload = ready[0]
+        run.sends[k] = conn.send(payload, headers=_headers_for(steps[k], run.frames.get(k)))
+    else:
+        indices_sent = conn.send_concurrently(
+            [p for _, p in ready], headers=[_headers_for(steps[k], run.frames.get(k)) for k, _ in ready],
+            timeout=max((steps[k].timeout or timeout) for k, _ in ready),
+        )
+        for (k, _), idx in zip(ready, indices_sent, strict=True):
+            run.sends[k] = idx
+    for k, _ in ready:
+        step = steps[k]
+        if step.wait != "response":
+            continue
+        _collect_response(run, conn, k, step, timeout=step.timeout or timeout)
+
+
+def _headers_for(step: Step, frame: Any) -> dict[str, str] | None:
+    """HTTP headers: the step's own (a header mutation), the conformant ones for a tool whose
+    schema maps arguments to `Mcp-Param-*` headers, or None (the driver mirrors the body)."""
+    if step.headers is not None:
+        return dict(step.headers)
+    if step.input_schema is not None and isinstance(frame, dict):
+        return wire.http_headers(frame, input_schema=step.input_schema)
+    return None
+
+
+def _collect_response(run: Run, conn: Connection, k: int, step: Step, *, timeout: float) -> None:
+    idx = run.sends[k]
+    frame = run.frames.get(k)
+    matchable, rid = _request_id(frame)
+    if conn.transport == "http":
+        # Over HTTP the answer to a POST is exact (ref); a response there with another id is
+        # still *the* answer, which is how cross-wiring shows.
+        for event in conn.events_for(idx):
+            if event.kind == "recv" and wire.is_response(event.message):
+                if not matchable or ("id" in event.message and same_id(event.message["id"], rid)):
+                    run.responses[k] = event.message
+                    run.response_events[k] = _index_of(run.transcript, event, idx)
+                    return
+        for event in conn.events_for(idx):
+            if event.kind == "recv" and wire.is_response(event.message):
+                run.responses[k] = event.message
+                run.response_events[k] = _index_of(run.transcript, event, idx)
+                return
+        return
+    if not matchable:
+        return
+    event = conn.read_until(
+        lambda e: e.kind == "recv" and wire.is_response(e.message) and "id" in e.message
+        and same_id(e.message["id"], rid),
+        timeout, since=idx, awaited=f"response to step {k} (id {rid!r})",
+    )
+    if event is not None:
+        run.responses[k] = event.message
+        run.response_events[k] = _index_of(run.transcript, event, idx)
+
+
+def _index_of(transcript: Transcript, event: Any, start: int) -> int:
+    for i in range(start, len(transcript.events)):
+        if transcript.events[i] is event:
+            return i
+    return -1

@@ -1,0 +1,118 @@
+"""Statelessness: a request is answered the same by a fresh process and by one with a history.
+
+Each example plays a generated history on the warm process (calls with assorted capabilities,
+log levels, tool calls), then sends one probe request three times: to a fresh process, to the
+warm one, and to the fresh one again. The two fresh answers bracket the warm one: when they
+disagree with each other the shared state moved under us (another worker, a clock) and the
+example says nothing; when they agree and the warm answer differs, the history leaked.
+
+Probe variants aim at what DIGEST §2 and §15 name:
+  same        any call; answers must have the same shape (SL-1, HEURISTIC: a DERIVED invariant)
+  caps        the MRTR trigger without the capability an earlier request declared: the warm
+              process must not use the earlier declaration (META-02)
+  no-version  a request whose `_meta` lacks protocolVersion, after requests that had one (META-01)
+  bad-version a request with an unsupported version after supported ones (META-01)
+  no-loglevel a call without logLevel after calls with one: no notifications/message (META-01)
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import strategies as st
+
+from fuzz.oracle.model import Violation
+from fuzz.properties.base import Context, Property
+from fuzz.properties.case import Case, Step
+from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
+from fuzz.properties.compare import describe_shape, log_count, shape
+from fuzz.properties.executor import Run
+from targets import wire
+
+VARIANT_RULES: dict[str, tuple[str, str]] = {
+    "same": ("SL-1", "HEURISTIC"),
+    "caps": ("META-02", "MUST"),
+    "no-version": ("META-01", "MUST"),
+    "bad-version": ("META-01", "MUST"),
+    "no-loglevel": ("META-01", "MUST"),
+}
+UNSUPPORTED_VERSION = "1900-01-01"
+
+
+class HistoryProperty(Property):
+    name = "history"
+    title = "answers do not depend on what the process served before"
+    fresh_per_example = 1
+    weight = 1.0
+
+    def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
+        surface = ctx.surface
+        variants = ["same", "no-version", "bad-version", "no-loglevel"]
+        if surface.triggers:
+            variants.insert(1, "caps")
+        return st.builds(
+            self._build, id_styles(), st.lists(surface_calls(surface), min_size=1, max_size=5),
+            st.sampled_from(variants), surface_calls(surface, mrtr=False),
+            st.sampled_from(surface.triggers) if surface.triggers else st.none(),
+            st.sampled_from(["debug", "info", "warning"]),
+        )
+
+    def _build(self, id_style: str, history: list[Call], variant: str, probe_call: Call,
+               trigger: Any, level: str) -> Case:
+        b = CaseBuilder(self.name, id_style=id_style)
+        history = list(history)
+        if variant == "caps" and trigger is not None:
+            history.append(Call(trigger.method, copy.deepcopy(trigger.params), dict(trigger.capabilities)))
+            probe = Call(trigger.method, copy.deepcopy(trigger.params), {})
+        elif variant == "no-loglevel":
+            history = [Call(c.method, c.params, c.capabilities, c.version, level, c.input_schema) for c in history]
+            probe = Call(probe_call.method, probe_call.params, probe_call.capabilities, probe_call.version, None,
+                         probe_call.input_schema)
+        elif variant == "bad-version":
+            probe = Call(probe_call.method, probe_call.params, probe_call.capabilities, UNSUPPORTED_VERSION,
+                         None, probe_call.input_schema)
+        else:
+            probe = probe_call
+        for call in history:
+            b.call(0, call, label="history")
+        probes = []
+        for proc, label in ((1, "probe-fresh"), (0, "probe-warm"), (1, "probe-fresh-again")):
+            frame = probe.frame(b.rid())
+            if variant == "no-version":
+                frame["params"]["_meta"].pop(wire.META_PROTOCOL_VERSION, None)
+            probes.append(b.add(Step(proc=proc, frame=frame, label=label, input_schema=probe.input_schema)))
+        return b.build(warm=[0], params={"variant": variant, "probes": probes})
+
+    def check(self, run: Run, ctx: Context) -> list[Violation]:
+        variant = run.case.params.get("variant", "same")
+        probes = run.case.params.get("probes") or []
+        if len(probes) != 3 or any(p in run.skipped for p in probes):
+            return []
+        fresh, warm, again = probes
+        sf, sw, sa = (shape(run.response(p)) for p in probes)
+        lf, lw, la = (log_count(run, p) for p in probes)
+        if sf != sa or (lf > 0) != (la > 0) or sf == ("no answer",):
+            return []  # inconclusive: the fresh process disagrees with itself, or did not answer
+        rule, strength = VARIANT_RULES.get(variant, ("SL-1", "HEURISTIC"))
+        method = run.case.steps[warm].method
+        at = run.response_events.get(warm, run.sends.get(warm))
+        out: list[Violation] = []
+        if sw != sf:
+            what = {
+                "caps": "served with a capability only an earlier request declared",
+                "no-version": "accepted a request without protocolVersion after requests that had one",
+                "bad-version": "accepted an unsupported protocolVersion after requests with a supported one",
+            }.get(variant, "answered differently after serving a history")
+            out.append(Violation(
+                rule, strength, f"{method}: {what}",
+                f"fresh process: {describe_shape(sf)}; process with history: {describe_shape(sw)}", method, at))
+        elif variant == "no-loglevel" and lw > 0 and lf == 0:
+            out.append(Violation(
+                rule, strength, f"{method}: logged without a logLevel after earlier requests set one",
+                f"{lw} notifications/message for a request without logLevel; a fresh process sent none",
+                method, at))
+        return out
+
+
+PROPERTY = HistoryProperty()

@@ -1,0 +1,107 @@
+"""Judging a run: the oracle on the whole transcript, plus the property's own relational check.
+
+The same function judges a campaign's example and a replay, so "still fails" means exactly what
+"failed" meant. It also turns violations into the campaign's evidence: which one is the primary
+(what Hypothesis shrinks towards), and for each, the method and mutation it is bucketed under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fuzz.findings import Evidence, strength_rank
+from fuzz.oracle.model import Violation
+from fuzz.properties.base import Context, Property, expectations_of, violation_json
+from fuzz.properties.executor import Run
+
+
+def oracle_judge(run: Run, ctx: Context) -> list[Violation]:
+    from fuzz.oracle import judge
+
+    return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run)))
+
+
+def _oracle_era(era: str) -> str:
+    return "legacy" if era == "legacy" else "modern"
+
+
+def judge_run(prop: Property, run: Run, ctx: Context) -> list[Violation]:
+    """Every violation of the run: the property's own first (it is what the property is for)."""
+    own = list(prop.check(run, ctx))
+    seen = {(v.rule, v.event_index) for v in own}
+    rest = [v for v in oracle_judge(run, ctx) if (v.rule, v.event_index) not in seen]
+    rest.sort(key=lambda v: strength_rank(v.strength))
+    return own + rest
+
+
+def primary(violations: Sequence[Violation]) -> Violation:
+    """The violation an example is filed under: the strongest, own-check first among equals."""
+    best = min(range(len(violations)), key=lambda i: (strength_rank(violations[i].strength), i))
+    return violations[best]
+
+
+def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
+    """The method and mutation a violation belongs to: those of the step whose frame it is about
+    (the send at its event index, or the latest send before it on the same process)."""
+    step = _step_of(run, v.event_index)
+    method = v.method
+    mutation = None
+    if step is not None:
+        s = run.case.steps[step]
+        mutation = s.mutation
+        if method is None:
+            frame = run.frames.get(step)
+            if isinstance(frame, dict) and isinstance(frame.get("method"), str):
+                method = frame["method"]
+            else:
+                method = s.method
+    return method, mutation
+
+
+def _step_of(run: Run, event_index: int | None) -> int | None:
+    if not run.sends:
+        return None
+    by_send = {idx: k for k, idx in run.sends.items()}
+    if event_index is None:
+        return None
+    if event_index in by_send:
+        return by_send[event_index]
+    events = run.transcript.events
+    if 0 <= event_index < len(events):
+        ev = events[event_index]
+        if ev.ref is not None and ev.ref in by_send:
+            return by_send[ev.ref]
+        for idx in sorted(by_send, reverse=True):
+            if idx < event_index and events[idx].proc == ev.proc:
+                return by_send[idx]
+    return None
+
+
+def evidence_for(
+    run: Run,
+    violations: Sequence[Violation],
+    v: Violation,
+    *,
+    prop: Property,
+    transport: str,
+    blob: str | None = None,
+    hypothesis_version: str | None = None,
+    note: str = "",
+) -> Evidence:
+    method, mutation = locate(run, v)
+    return Evidence(
+        rule=v.rule, strength=v.strength, title=v.title, method=method, transport=transport,
+        mutation=mutation, property=prop.name, case=run.case.to_json(), transcript=run.transcript.to_json(),
+        violations=[violation_json(x) for x in violations], reproduce_blob=blob,
+        hypothesis_version=hypothesis_version, note=note,
+    )
+
+
+def bucket_of(run: Run, v: Violation, transport: str) -> tuple[str, str, str, str]:
+    method, mutation = locate(run, v)
+    return (v.rule, method or "", mutation or "", transport)
+
+
+def describe(violations: Sequence[Violation]) -> list[dict[str, Any]]:
+    return [violation_json(v) for v in violations]

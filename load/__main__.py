@@ -1,0 +1,9 @@
+"""`python -m load ...` is `mcp-gauntlet load ...` (the CLI execs this, so Locust's gevent
+patching happens in a fresh interpreter and never meets the fuzzer)."""
+
+import sys
+
+from load.runner import load_main
+
+if __name__ == "__main__":
+    sys.exit(load_main(sys.argv[1:]))

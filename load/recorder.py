@@ -1,0 +1,185 @@
+"""What one load process saw: exact histograms per name, failures by kind, MRTR counters.
+
+The recorder is deliberately ignorant of Locust. A user records a sample here (and, separately,
+fires Locust's request event so Locust's own CSV and HTML reports exist); a Locust worker drains
+its recorder into the periodic report it sends to the master, and the master merges the drained
+pieces back into its own recorder. Draining resets the counts, so each sample travels exactly
+once and the merged result equals what a single process would have recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from load.histogram import ExactHistogram
+
+# Sample categories: a "request" is one HTTP POST (a plain call or one MRTR leg) and counts
+# towards the run's request total; an "operation" is a whole MRTR unit of work made of legs.
+REQUEST = "request"
+OPERATION = "operation"
+
+COUNTER_NAMES = (
+    "mrtr_started",
+    "mrtr_completed",
+    "mrtr_failed",
+    "mrtr_abandoned",
+    "mrtr_legs",
+    "tool_errors",
+    "sse_responses",
+    "json_responses",
+    "checked",
+)
+
+
+@dataclass(slots=True)
+class NameStats:
+    kind: str
+    latency: ExactHistogram = field(default_factory=ExactHistogram)
+    first_event: ExactHistogram = field(default_factory=ExactHistogram)
+    failures: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def count(self) -> int:
+        return self.latency.count
+
+    @property
+    def failure_count(self) -> int:
+        return sum(self.failures.values())
+
+
+class Recorder:
+    """Per-process (or merged, on the master) statistics of a load run."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, NameStats] = {}
+        self.failures: Counter[str] = Counter()  # kind -> count, each failure counted once
+        self.violations: Counter[str] = Counter()  # rule id -> count
+        self.violation_examples: dict[str, str] = {}  # rule id -> one human-readable example
+        self.counters: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.excluded_tools: dict[str, str] = {}  # tool -> why the mix leaves it out
+        self.mrtr_tools: set[str] = set()  # tools found to ask for input
+        self.worker_max_in_flight: dict[str, int] = {}  # master only: each worker's peak
+        self.started: float | None = None
+        self.stopped: float | None = None
+        self.raw: list[tuple[str, int]] | None = None  # (name, ns) of every request, benchmarks only
+
+    # --- recording (called from user greenlets; no yield inside, so no locking needed) ---
+
+    def _stats(self, name: str, kind: str) -> NameStats:
+        stats = self.names.get(name)
+        if stats is None:
+            stats = self.names[name] = NameStats(kind)
+        return stats
+
+    def record(
+        self,
+        name: str,
+        elapsed_us: int,
+        *,
+        kind: str = REQUEST,
+        failure: str | None = None,
+        first_event_us: int | None = None,
+        count_failure: bool = True,
+        raw_ns: int | None = None,
+    ) -> None:
+        """One sample. `count_failure=False` marks a failure already counted where it happened
+        (an operation that failed because one of its legs did), so the run total counts it once."""
+        if self.started is None:
+            self.started = time.time()
+        stats = self._stats(name, kind)
+        stats.latency.add(elapsed_us)
+        if self.raw is not None and raw_ns is not None:
+            self.raw.append((name, raw_ns))
+        if first_event_us is not None:
+            stats.first_event.add(first_event_us)
+        if failure is not None:
+            stats.failures[failure] += 1
+            if count_failure:
+                self.failures[failure] += 1
+
+    def violation(self, rule: str, example: str) -> None:
+        self.violations[rule] += 1
+        self.violation_examples.setdefault(rule, example)
+
+    def count(self, counter: str, times: int = 1) -> None:
+        self.counters[counter] += times
+
+    def operation_opened(self) -> None:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def operation_closed(self) -> None:
+        self.in_flight = max(0, self.in_flight - 1)
+
+    # --- totals ---
+
+    @property
+    def requests(self) -> int:
+        return sum(s.count for s in self.names.values() if s.kind == REQUEST)
+
+    @property
+    def failure_total(self) -> int:
+        return sum(self.failures.values())
+
+    def merged_requests(self) -> ExactHistogram:
+        """Every request sample in one histogram, for the run's overall percentiles."""
+        total = ExactHistogram()
+        for stats in self.names.values():
+            if stats.kind == REQUEST:
+                total.merge(stats.latency)
+        return total
+
+    # --- wire form (worker -> master), drained so every sample travels once ---
+
+    def drain(self) -> dict[str, Any]:
+        data = {
+            "names": {
+                name: {
+                    "kind": s.kind,
+                    "lat": s.latency.to_wire(),
+                    "first": s.first_event.to_wire(),
+                    "fail": dict(s.failures),
+                }
+                for name, s in self.names.items()
+                if s.count or s.failures
+            },
+            "failures": dict(self.failures),
+            "violations": dict(self.violations),
+            "violation_examples": dict(self.violation_examples),
+            "counters": dict(self.counters),
+            "max_in_flight": self.max_in_flight,
+            "excluded_tools": dict(self.excluded_tools),
+            "mrtr_tools": sorted(self.mrtr_tools),
+        }
+        self.names = {}
+        self.failures = Counter()
+        self.violations = Counter()
+        self.counters = Counter()
+        self.max_in_flight = self.in_flight
+        return data
+
+    def merge_wire(self, data: dict[str, Any], *, source: str = "") -> None:
+        for name, entry in (data.get("names") or {}).items():
+            stats = self._stats(name, entry.get("kind", REQUEST))
+            stats.latency.merge(ExactHistogram.from_wire(entry.get("lat") or []))
+            stats.first_event.merge(ExactHistogram.from_wire(entry.get("first") or []))
+            stats.failures.update(entry.get("fail") or {})
+        self.failures.update(data.get("failures") or {})
+        self.violations.update(data.get("violations") or {})
+        for rule, example in (data.get("violation_examples") or {}).items():
+            self.violation_examples.setdefault(rule, example)
+        self.counters.update(data.get("counters") or {})
+        self.excluded_tools.update(data.get("excluded_tools") or {})
+        self.mrtr_tools.update(data.get("mrtr_tools") or [])
+        peak = int(data.get("max_in_flight") or 0)
+        self.worker_max_in_flight[source] = max(self.worker_max_in_flight.get(source, 0), peak)
+
+    def max_in_flight_total(self) -> int:
+        """Peak MRTR operations in flight: this process's own, plus each worker's peak summed
+        (an upper bound across processes, since their peaks need not coincide)."""
+        return self.max_in_flight + sum(self.worker_max_in_flight.values())

@@ -1,0 +1,163 @@
+"""summary.json and the terminal table: the run's exact numbers in the shape CLI.md promises.
+
+The promised keys (`target`, `duration_s`, `requests`, `failures`, `rps`, `operations` with
+count/failures/p50..max per name, `violations`) are always present; everything else is added
+beside them, never instead of them, so scripts written against the contract keep working.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from load.histogram import PERCENTILES, ExactHistogram
+from load.recorder import OPERATION, Recorder
+
+REVISION = "2026-07-28"
+
+
+def _hist_entry(hist: ExactHistogram) -> dict[str, float]:
+    stats = hist.summary_ms()
+    return {name: stats[name] for name, _ in PERCENTILES} | {"max_ms": stats["max_ms"], "mean_ms": stats["mean_ms"]}
+
+
+def build_summary(
+    rec: Recorder,
+    *,
+    target: str,
+    duration_s: float,
+    check_every: int,
+    oracle: str,
+) -> dict[str, Any]:
+    duration = max(duration_s, 1e-9)
+    operations: dict[str, Any] = {}
+    for name in sorted(rec.names):
+        stats = rec.names[name]
+        entry: dict[str, Any] = {
+            "kind": stats.kind,
+            "count": stats.count,
+            "failures": stats.failure_count,
+            **_hist_entry(stats.latency),
+            "rps": round(stats.count / duration, 2),
+        }
+        if stats.failures:
+            entry["failures_by_kind"] = dict(sorted(stats.failures.items()))
+        if stats.first_event.count:
+            entry["first_event"] = {"count": stats.first_event.count, **_hist_entry(stats.first_event)}
+        operations[name] = entry
+    requests = rec.requests
+    counters = rec.counters
+    return {
+        "target": target,
+        "revision": REVISION,
+        "duration_s": round(duration_s, 3),
+        "requests": requests,
+        "failures": rec.failure_total,
+        "rps": round(requests / duration, 1),
+        "operations": operations,
+        "violations": sum(rec.violations.values()),
+        "overall": {"count": requests, **_hist_entry(rec.merged_requests())},
+        "failures_by_kind": dict(sorted(rec.failures.items())),
+        "violations_by_rule": {
+            rule: {"count": count, "example": rec.violation_examples.get(rule, "")}
+            for rule, count in sorted(rec.violations.items())
+        },
+        "mrtr": {
+            "operations": counters.get("mrtr_completed", 0),
+            "started": counters.get("mrtr_started", 0),
+            "failed": counters.get("mrtr_failed", 0),
+            # Open when the run stopped: a stopped user's operations are simply left (MRTR-17).
+            "abandoned": max(
+                0,
+                counters.get("mrtr_started", 0) - counters.get("mrtr_completed", 0) - counters.get("mrtr_failed", 0),
+            ),
+            "legs": counters.get("mrtr_legs", 0),
+            "max_in_flight": rec.max_in_flight_total(),
+        },
+        "responses": {
+            "json": counters.get("json_responses", 0),
+            "sse": counters.get("sse_responses", 0),
+            "tool_errors": counters.get("tool_errors", 0),
+        },
+        "checks": {"every": check_every, "checked": counters.get("checked", 0), "oracle": oracle},
+        "mrtr_tools": sorted(rec.mrtr_tools),
+        "excluded_tools": dict(sorted(rec.excluded_tools.items())),
+    }
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write atomically, so a reader never sees half a summary."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    return orjson.loads(path.read_bytes())
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}" if value < 100 else f"{value:.1f}"
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    """The end-of-run table: one row per name, exact percentiles in milliseconds."""
+    ops = summary.get("operations") or {}
+    width = max([len("name"), *(len(n) for n in ops)]) + 2
+    cols = ("count", "fail", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "1st-ev p99")
+    head = f"{'name':<{width}}" + "".join(f"{c:>11}" for c in cols)
+    lines = [head, "-" * len(head)]
+
+    def row(name: str, e: dict[str, Any]) -> str:
+        first = e.get("first_event")
+        cells = [
+            str(e.get("count", 0)),
+            str(e.get("failures", 0)),
+            f"{e.get('rps', 0):.1f}",
+            *(_ms(e.get(k, 0.0)) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")),
+            _ms(first["p99_ms"]) if first else "-",
+        ]
+        return f"{name:<{width}}" + "".join(f"{c:>11}" for c in cells)
+
+    requests = [(n, e) for n, e in ops.items() if e.get("kind") != OPERATION]
+    operations = [(n, e) for n, e in ops.items() if e.get("kind") == OPERATION]
+    lines.extend(row(n, e) for n, e in requests)
+    if operations:
+        lines.append("")
+        lines.extend(row(n, e) for n, e in operations)
+    overall = dict(summary.get("overall") or {})
+    overall.update(count=summary.get("requests", 0), failures=summary.get("failures", 0), rps=summary.get("rps", 0))
+    lines.append("-" * len(head))
+    lines.append(row("all requests", overall))
+    kinds = summary.get("failures_by_kind") or {}
+    if kinds:
+        lines.append("failures: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
+    rules = summary.get("violations_by_rule") or {}
+    if rules:
+        lines.append("violations: " + ", ".join(f"{r} x{v['count']}" for r, v in rules.items()))
+        for rule, v in rules.items():
+            lines.append(f"  {rule}: {v.get('example', '')}")
+    mrtr = summary.get("mrtr") or {}
+    if mrtr.get("started"):
+        lines.append(
+            f"MRTR: {mrtr.get('operations', 0)} completed, {mrtr.get('failed', 0)} failed, "
+            f"{mrtr.get('abandoned', 0)} abandoned at stop, {mrtr.get('legs', 0)} legs, "
+            f"up to {mrtr.get('max_in_flight', 0)} in flight"
+        )
+    excluded = summary.get("excluded_tools") or {}
+    for tool, why in excluded.items():
+        lines.append(f"left out of the mix: {tool} ({why})")
+    return "\n".join(lines)
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    mrtr = summary.get("mrtr") or {}
+    return (
+        f"load: {summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures, "
+        f"{summary.get('rps', 0.0):.1f} rps, {mrtr.get('operations', 0)} MRTR operations, "
+        f"{summary.get('violations', 0)} violations"
+    )

@@ -1,0 +1,291 @@
+"""Locust users for MCP 2026-07-28 servers over Streamable HTTP, with interleaved MRTR operations.
+
+Use it with plain Locust:
+
+    locust -f load/users.py --host http://127.0.0.1:PORT/mcp --headless -u 20 -r 20 -t 30s \\
+        --mix tools/list=2,tools/call=3,mrtr=4 --mcp-summary out/summary.json
+
+or through `mcp-gauntlet load`, which starts the target, runs this file in a Locust subprocess and
+turns the result into a verdict. Distributed runs use Locust's own modes (`--processes K`, or
+`--master` plus `--worker` processes on other machines); the exact statistics of every worker
+reach the master in Locust's periodic worker reports and in one final flush when the test stops,
+so summary.json on the master holds every sample exactly once.
+
+Everything here runs under gevent: no asyncio, no MCP SDK. The protocol logic is in
+`load.operations`, the HTTP exchange in `load.mcp_client`, the numbers in `load.recorder`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+import gevent.lock
+from locust import FastHttpUser, events, task
+from locust.runners import MasterRunner, WorkerRunner
+
+from load.mcp_client import McpHttp
+from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix
+from load.recorder import Recorder
+from load.summary import build_summary, format_table, write_json
+
+log = logging.getLogger("mcp-gauntlet.load")
+
+FLUSH_MESSAGE = "mcp_gauntlet_flush"
+FINAL_MESSAGE = "mcp_gauntlet_final"
+REPORT_KEY = "mcp_gauntlet"
+FLUSH_TIMEOUT_S = 15.0
+
+
+def _load_judge() -> tuple[Any, str]:
+    """The fuzz oracle's pure judge, if it is importable here; the load run works without it."""
+    try:
+        from fuzz.oracle import judge_response  # pure rule functions, no asyncio, no locust
+    except Exception as exc:  # noqa: BLE001 - a missing or broken oracle only disables checking
+        return None, f"unavailable ({type(exc).__name__}: {exc})"
+    return judge_response, "fuzz.oracle.judge_response"
+
+
+class _Process:
+    """Per-process state shared by the users of one Locust process."""
+
+    def __init__(self) -> None:
+        self.recorder = Recorder()
+        judge, self.oracle = _load_judge()
+        self.checker = Checker(10, judge)
+        self.mrtr_lock = gevent.lock.Semaphore()
+        self.probes: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {}
+        self.user_numbers = itertools.count()
+        self.finals: set[str] = set()
+        self.raw: list[tuple[str, int]] | None = None
+
+
+STATE = _Process()
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser: Any) -> None:
+    group = parser.add_argument_group("mcp-gauntlet", "MCP load options (load/users.py)")
+    group.add_argument("--mix", default=DEFAULT_MIX,
+                       help=f"weighted request mix NAME=W,... (default {DEFAULT_MIX})")
+    group.add_argument("--check-every", type=int, default=10,
+                       help="judge every K-th response with the fuzz oracle (0: never)")
+    group.add_argument("--mcp-endpoints", default="",
+                       help="comma-separated MCP endpoint URLs used round-robin (default: --host)")
+    group.add_argument("--mcp-summary", default="", help="write the exact summary.json here at the end")
+    group.add_argument("--mcp-target-label", default="", help="the target as the user named it")
+    group.add_argument("--mcp-timeout", type=float, default=10.0, help="seconds per request")
+    group.add_argument("--mrtr-in-flight", type=int, default=4, help="open MRTR operations per user")
+    group.add_argument("--mrtr-gap", type=int, default=1, help="other requests between two legs")
+    group.add_argument("--mrtr-tools", default="", help="comma-separated tools to use for MRTR operations")
+    group.add_argument("--mcp-seed", type=int, default=0, help="seed of the argument generators")
+    group.add_argument("--mcp-log-level", default="", help="logLevel to send in _meta (may make servers stream SSE)")
+    group.add_argument("--mcp-raw-samples", default="",
+                       help="directory for every raw sample (benchmarks only)")
+
+
+def _opts(environment: Any) -> Any:
+    return environment.parsed_options
+
+
+@events.init.add_listener
+def _on_init(environment: Any, **_kw: Any) -> None:
+    runner = environment.runner
+    opts = _opts(environment)
+    if opts is not None:
+        try:
+            parse_mix(opts.mix)
+        except MixError as exc:
+            sys.stderr.write(f"load: {exc}\n")
+            environment.process_exit_code = 2
+            if runner is not None:
+                gevent.spawn_later(0, runner.quit)
+    if isinstance(runner, MasterRunner):
+        environment.events.worker_report.add_listener(_on_worker_report)
+        runner.register_message(FINAL_MESSAGE, _on_final)
+    elif isinstance(runner, WorkerRunner):
+        environment.events.report_to_master.add_listener(_on_report_to_master)
+        runner.register_message(FLUSH_MESSAGE, _on_flush)
+
+
+# --- worker side: periodic deltas, then a final flush on request ---
+
+
+def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
+    data[REPORT_KEY] = STATE.recorder.drain()
+
+
+def _on_flush(environment: Any, msg: Any, **_kw: Any) -> None:
+    """Stop this worker's users first, so no sample can arrive after the final report."""
+    environment.runner.stop()
+    _write_raw(environment)
+    environment.runner.send_message(FINAL_MESSAGE, STATE.recorder.drain())
+
+
+# --- master side ---
+
+
+def _on_worker_report(client_id: str, data: dict[str, Any]) -> None:
+    part = data.get(REPORT_KEY)
+    if part:
+        STATE.recorder.merge_wire(part, source=client_id)
+
+
+def _on_final(environment: Any, msg: Any, **_kw: Any) -> None:
+    STATE.recorder.merge_wire(msg.data or {}, source=msg.node_id)
+    STATE.finals.add(msg.node_id)
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Any, **_kw: Any) -> None:
+    if not isinstance(environment.runner, WorkerRunner):
+        STATE.recorder.started = time.time()
+    opts = _opts(environment)
+    STATE.checker.every = opts.check_every if opts is not None else 10
+    if opts is not None and opts.mcp_raw_samples:
+        STATE.raw = []
+        STATE.recorder.raw = STATE.raw
+
+
+@events.test_stopping.add_listener
+def _on_test_stopping(environment: Any, **_kw: Any) -> None:
+    runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        return
+    workers = [c.id for c in runner.clients.all]
+    for worker in workers:
+        runner.send_message(FLUSH_MESSAGE, None, client_id=worker)
+    deadline = time.monotonic() + FLUSH_TIMEOUT_S
+    while time.monotonic() < deadline and not set(workers) <= STATE.finals:
+        gevent.sleep(0.05)
+    missing = set(workers) - STATE.finals
+    if missing:
+        log.warning("no final statistics from %d worker(s): %s", len(missing), ", ".join(sorted(missing)))
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment: Any, **_kw: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    if STATE.recorder.stopped is None:
+        STATE.recorder.stopped = time.time()
+    _write_raw(environment)
+
+
+def _write_raw(environment: Any) -> None:
+    opts = _opts(environment)
+    if STATE.raw is None or opts is None or not opts.mcp_raw_samples:
+        return
+    folder = Path(opts.mcp_raw_samples)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"raw-{os.getpid()}.tsv", "a", encoding="utf-8") as fh:
+        fh.writelines(f"{name}\t{ns}\n" for name, ns in STATE.raw)
+    STATE.raw.clear()
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Any, **_kw: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    opts = _opts(environment)
+    rec = STATE.recorder
+    if rec.stopped is None:
+        rec.stopped = time.time()
+    duration = (rec.stopped - rec.started) if rec.started else 0.0
+    label = (opts.mcp_target_label if opts is not None else "") or environment.host or ""
+    summary = build_summary(
+        rec,
+        target=label,
+        duration_s=duration,
+        check_every=STATE.checker.every,
+        oracle=STATE.oracle,
+    )
+    if opts is not None and opts.mcp_summary:
+        write_json(Path(opts.mcp_summary), summary)
+    if opts is None or not opts.mcp_summary:
+        print(format_table(summary))
+
+
+# --- the user ---
+
+
+class McpUser(FastHttpUser):
+    """One simulated MCP client: discovers the target, then runs the weighted mix with MRTR."""
+
+    network_timeout = 10.0
+    connection_timeout = 10.0
+
+    def __init__(self, environment: Any) -> None:
+        opts = _opts(environment)
+        if opts is not None:
+            self.network_timeout = self.connection_timeout = float(opts.mcp_timeout)
+        super().__init__(environment)
+        self.session: Session | None = None
+        self.ready = False
+
+    def on_start(self) -> None:
+        opts = _opts(self.environment)
+        number = next(STATE.user_numbers)
+        worker = getattr(self.environment.runner, "worker_index", 0) or 0
+        endpoints = [u.strip() for u in (opts.mcp_endpoints.split(",") if opts else []) if u.strip()]
+        endpoints = endpoints or [self.host]
+        timeout = float(opts.mcp_timeout) if opts else 10.0
+        http = McpHttp(self.client.client.clientpool, endpoints, timeout=timeout, start=number + worker)
+        options = Options(
+            mix=parse_mix(opts.mix if opts else DEFAULT_MIX),
+            max_in_flight=max(1, opts.mrtr_in_flight) if opts else 4,
+            gap=max(0, opts.mrtr_gap) if opts else 1,
+            mrtr_tools=tuple(t.strip() for t in opts.mrtr_tools.split(",") if t.strip()) if opts else (),
+            log_level=(opts.mcp_log_level or None) if opts else None,
+        )
+        seed = (opts.mcp_seed if opts else 0) * 1_000_003 + worker * 10_007 + number
+        self.session = Session(
+            http.post, STATE.recorder, options, rng=random.Random(seed), fire=self._fire, checker=STATE.checker
+        )
+        self._discover()
+
+    def _discover(self) -> None:
+        session = self.session
+        assert session is not None
+        if not session.discover():
+            self.ready = False
+            return
+        key = ",".join(sorted(t["name"] for t in session.catalog.tools))
+        with STATE.mrtr_lock:  # one probe per process; the other users wait for its answer
+            if key not in STATE.probes:
+                STATE.probes[key] = session.probe_tools()
+        session.catalog.mrtr_tools, session.catalog.excluded = STATE.probes[key]
+        STATE.recorder.excluded_tools.update(session.catalog.excluded)
+        STATE.recorder.mrtr_tools.update(t["name"] for t in session.catalog.mrtr_tools)
+        session.set_mix()
+        self.ready = True
+
+    def _fire(self, request_type: str, name: str, ms: float, length: int, exc: Exception | None) -> None:
+        self.environment.events.request.fire(
+            request_type=request_type,
+            name=name,
+            response_time=ms,
+            response_length=length,
+            exception=exc,
+            context={},
+        )
+
+    @task
+    def step(self) -> None:
+        if not self.ready:
+            gevent.sleep(1.0)  # the target did not answer discovery; try again, slowly
+            self._discover()
+            return
+        assert self.session is not None
+        self.session.step()
+
+    def on_stop(self) -> None:
+        if self.session is not None:
+            self.session.abandon()

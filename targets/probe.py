@@ -1,0 +1,492 @@
+"""`mcp-gauntlet probe`: which era a server speaks, and what it offers (DIGEST 5.3).
+
+The probe is the first thing a user runs against a new target, so its failures must explain
+themselves: a command that does not exist, a server that dies at once, one that never answers,
+one that prints a banner on stdout, a URL with nothing behind it. Each becomes one line on
+stderr and exit status 2, never a traceback, and never a process left running.
+
+Algorithm: `server/discover` with modern `_meta` first. A DiscoverResult or a recognised modern
+error (-32022 with data.supported, -32021, -32020, or over HTTP a 404 with a -32601 body) means
+modern, and we do not fall back. Anything else, including silence, means we try the 2025-11-25
+`initialize` handshake (then `notifications/initialized`): legacy. A modern server that also
+completes `initialize` is dual-era.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from targets import wire
+from targets.connect import Target
+from targets.connection import Connection, is_response_to
+from targets.http_driver import HttpConnection
+from targets.target_spec import TargetError, TargetSpec, parse_target
+from targets.transcript import Event, Transcript
+
+DEFAULT_PROBE_TIMEOUT: Final = 10.0
+DEFAULT_MAX_PAGES: Final = 20
+DUAL_TIMEOUT: Final = 5.0  # a modern-only server may stay silent on initialize; do not wait long
+LISTS: Final = (("tools", "tools/list", "tools"), ("resources", "resources/list", "resources"),
+                ("prompts", "prompts/list", "prompts"))
+MODERN_ERRORS: Final = frozenset({wire.UNSUPPORTED_PROTOCOL_VERSION, wire.MISSING_CLIENT_CAPABILITY,
+                                  wire.HEADER_MISMATCH})
+LEGACY_HTTP_HEADERS: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+class ProbeFailure(Exception):
+    """The target is unusable; the message is the one line the user sees."""
+
+
+@dataclass
+class ProbeResult:
+    target: str
+    transport: str
+    era: str = ""  # "modern", "legacy" or "dual"
+    detection: str = ""  # what decided the era
+    versions: list[str] = field(default_factory=list)
+    version: str | None = None  # the version the lists were fetched with
+    capabilities: dict[str, Any] | None = None
+    server_info: dict[str, Any] | None = None
+    instructions: str | None = None
+    counts: dict[str, int | None] = field(default_factory=dict)  # None: not advertised or failed
+    truncated: list[str] = field(default_factory=list)  # lists cut at the page limit
+    legacy: dict[str, Any] | None = None  # the initialize result (legacy and dual)
+    problems: list[dict[str, str]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def problem(self, rule: str, message: str) -> None:
+        entry = {"rule": rule, "message": message}
+        if entry not in self.problems:
+            self.problems.append(entry)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "transport": self.transport,
+            "era": self.era,
+            "detection": self.detection,
+            "versions": self.versions,
+            "version": self.version,
+            "capabilities": self.capabilities,
+            "serverInfo": self.server_info,
+            "instructions": self.instructions,
+            "counts": self.counts,
+            "truncated": self.truncated,
+            "legacy": self.legacy,
+            "problems": self.problems,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+    def summary_line(self) -> str:
+        label = self.era
+        if self.era == "dual" and self.legacy:
+            label += f" {self.version} + {self.legacy.get('protocolVersion')}"
+        elif self.version:
+            label += f" {self.version}"
+        parts = [_count_text(self.counts.get(name), name, name in self.truncated) for name, _, _ in LISTS]
+        return f"probe: {label}, " + ", ".join(parts)
+
+    def human(self) -> str:
+        info = self.server_info or {}
+        server = " ".join(str(info.get(k)) for k in ("name", "version") if info.get(k)) or "(not given)"
+        caps = ", ".join(sorted(self.capabilities)) if self.capabilities else "(none)"
+        lines = [
+            f"target:       {self.target}",
+            f"era:          {self.era} ({self.detection})",
+            f"versions:     {', '.join(self.versions) or '(unknown)'}",
+            f"server:       {server}",
+            f"capabilities: {caps}",
+        ]
+        for name, _, _ in LISTS:
+            lines.append(f"{name + ':':<14}{_count_text(self.counts.get(name), name, name in self.truncated)}")
+        lines += [f"problem:      {p['rule']}: {p['message']}" for p in self.problems]
+        lines.append(self.summary_line())
+        return "\n".join(lines)
+
+
+def _count_text(count: int | None, name: str, truncated: bool) -> str:
+    if count is None:
+        return f"no {name}"
+    noun = name if count != 1 else name[:-1]
+    return f"{count}{'+' if truncated else ''} {noun}"
+
+
+class _Prober:
+    def __init__(self, conn: Connection, result: ProbeResult, timeout: float, max_pages: int) -> None:
+        self.conn = conn
+        self.result = result
+        self.timeout = timeout
+        self.max_pages = max_pages
+        self.ids = itertools.count(1)
+        self.http = isinstance(conn, HttpConnection)
+        self.session_id: str | None = None
+        self.discover_outcome = ""
+
+    # --- one exchange, either transport ---
+
+    def exchange(self, msg: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[dict | None, list[Event]]:
+        """Send `msg`; its response (or None) and the events that answered it."""
+        if self.http:
+            assert isinstance(self.conn, HttpConnection)
+            index = self.conn.send(msg, headers=headers, timeout=self.timeout)
+            events = self.conn.events_for(index)
+            reply = next((e.message for e in events if is_response_to(e, msg.get("id"))), None)
+            if reply is None and "id" in msg:
+                # Over HTTP the pairing is by exchange, so a response with a wrong or null id
+                # (a legacy server's "no session" error) still answers this request.
+                reply = next((e.message for e in events if e.kind == "recv" and wire.is_response(e.message)), None)
+            return reply, events
+        index = self.conn.send(msg)
+        if "id" not in msg:
+            return None, []
+        event = self.conn.read_until(
+            lambda e: is_response_to(e, msg["id"]), self.timeout, since=index,
+            awaited=f"response to {msg.get('method')}",
+        )
+        return (event.message, [event]) if event is not None else (None, [])
+
+    # --- modern ---
+
+    def discover(self, version: str = wire.MODERN_VERSION, capabilities: dict | None = None) -> tuple[dict | None, int | None]:
+        msg = wire.build_request(next(self.ids), "server/discover", version=version, capabilities=capabilities)
+        reply, events = self.exchange(msg)
+        status = next((e.status for e in events if e.status is not None), None)
+        return reply, status
+
+    def try_modern(self) -> bool:
+        reply, status = self.discover()
+        self.discover_outcome = _describe_reply(reply, self.timeout)
+        if status is not None:
+            self.discover_outcome = f"HTTP {status}, {self.discover_outcome}"
+        if reply is None:
+            self._transport_failure_check()
+            return False
+        result = reply.get("result")
+        error = reply.get("error") if isinstance(reply.get("error"), dict) else None
+        if isinstance(result, dict) and ("supportedVersions" in result or "resultType" in result):
+            self.result.detection = "server/discover answered"
+            self._take_discover(result, wire.MODERN_VERSION)
+            return True
+        if error is None:
+            return False
+        code = error.get("code")
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        if code == wire.UNSUPPORTED_PROTOCOL_VERSION and isinstance(data.get("supported"), list):
+            supported = [v for v in data["supported"] if isinstance(v, str)]
+            self.result.detection = f"server/discover answered -32022 (supported: {', '.join(supported)})"
+            self.result.versions = supported
+            if supported:
+                version = max(supported)
+                retry, _ = self.discover(version)
+                if retry is not None and isinstance(retry.get("result"), dict):
+                    self._take_discover(retry["result"], version)
+            return True
+        if code == wire.MISSING_CLIENT_CAPABILITY:
+            self.result.detection = "server/discover answered -32021"
+            required = data.get("requiredCapabilities")
+            retry, _ = self.discover(capabilities=required if isinstance(required, dict) else None)
+            if retry is not None and isinstance(retry.get("result"), dict):
+                self._take_discover(retry["result"], wire.MODERN_VERSION)
+            return True
+        if code == wire.HEADER_MISMATCH:
+            self.result.detection = "server/discover answered -32020"
+            return True
+        if self.http and status == 404 and code == wire.METHOD_NOT_FOUND:
+            self.result.detection = "server/discover answered 404 with -32601"
+            self.result.problem("DISC-01", "server/discover is not implemented (404, -32601)")
+            self.result.version = wire.MODERN_VERSION
+            return True
+        return False
+
+    def _take_discover(self, result: dict[str, Any], version: str) -> None:
+        versions = result.get("supportedVersions")
+        if isinstance(versions, list):
+            self.result.versions = [v for v in versions if isinstance(v, str)]
+        caps = result.get("capabilities")
+        self.result.capabilities = caps if isinstance(caps, dict) else None
+        meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+        info = meta.get(wire.META_SERVER_INFO)
+        if isinstance(info, dict):
+            self.result.server_info = info
+        elif isinstance(result.get("serverInfo"), dict):
+            self.result.server_info = result["serverInfo"]
+            self.result.problem("DISC-04", "serverInfo is a body field of DiscoverResult, not in _meta")
+        if isinstance(result.get("instructions"), str):
+            self.result.instructions = result["instructions"]
+        self.result.version = version
+
+    def modern_lists(self) -> None:
+        version = self.result.version or wire.MODERN_VERSION
+        for name, method, key in LISTS:
+            caps = self.result.capabilities
+            if caps is not None and name not in caps:
+                self.result.counts[name] = None
+                continue
+            self.result.counts[name] = self._paginate(
+                name, method, key,
+                lambda cursor, m=method: wire.build_request(
+                    next(self.ids), m, {"cursor": cursor} if cursor is not None else None, version=version
+                ),
+            )
+
+    # --- legacy ---
+
+    def initialize(self) -> dict[str, Any] | None:
+        msg = wire.legacy_initialize(next(self.ids))
+        reply, events = self.exchange(msg, headers=dict(LEGACY_HTTP_HEADERS) if self.http else None)
+        if reply is None or not isinstance(reply.get("result"), dict):
+            return None
+        result = reply["result"]
+        if not isinstance(result.get("protocolVersion"), str):
+            return None
+        for event in events:
+            if event.headers and "mcp-session-id" in event.headers:
+                self.session_id = event.headers["mcp-session-id"]
+        note = wire.build_notification("notifications/initialized")
+        self.exchange(note, headers=self._legacy_headers(result["protocolVersion"]) if self.http else None)
+        return result
+
+    def _legacy_headers(self, version: str) -> dict[str, str]:
+        headers = dict(LEGACY_HTTP_HEADERS)
+        headers["MCP-Protocol-Version"] = version
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        return headers
+
+    def take_legacy(self, result: dict[str, Any]) -> None:
+        self.result.legacy = {
+            "protocolVersion": result["protocolVersion"],
+            "capabilities": result.get("capabilities"),
+            "serverInfo": result.get("serverInfo"),
+        }
+        self.result.versions = [result["protocolVersion"]]
+        self.result.version = result["protocolVersion"]
+        caps = result.get("capabilities")
+        self.result.capabilities = caps if isinstance(caps, dict) else None
+        if isinstance(result.get("serverInfo"), dict):
+            self.result.server_info = result["serverInfo"]
+        if isinstance(result.get("instructions"), str):
+            self.result.instructions = result["instructions"]
+
+    def legacy_lists(self) -> None:
+        version = self.result.version or wire.LEGACY_VERSION
+        headers = self._legacy_headers(version) if self.http else None
+        for name, method, key in LISTS:
+            caps = self.result.capabilities
+            if caps is not None and name not in caps:
+                self.result.counts[name] = None
+                continue
+
+            def build(cursor: str | None, m: str = method) -> dict[str, Any]:
+                msg: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self.ids), "method": m}
+                if cursor is not None:
+                    msg["params"] = {"cursor": cursor}
+                return msg
+
+            self.result.counts[name] = self._paginate(name, method, key, build, headers)
+
+    def end_legacy_session(self) -> None:
+        if self.http and self.session_id:
+            assert isinstance(self.conn, HttpConnection)
+            self.conn.send(None, http_method="DELETE", headers=self._legacy_headers(self.result.version or ""),
+                           timeout=min(self.timeout, 2.0))
+
+    # --- shared ---
+
+    def _paginate(
+        self, name: str, method: str, key: str, build: Any, headers: dict[str, str] | None = None
+    ) -> int | None:
+        count = 0
+        cursor: str | None = None
+        for _ in range(self.max_pages):
+            reply, _ = self.exchange(build(cursor), headers)
+            result = reply.get("result") if reply else None
+            if not isinstance(result, dict) or not isinstance(result.get(key), list):
+                if count == 0:
+                    what = _describe_reply(reply)
+                    self.result.problem("DISC-07", f"{name}: {method} failed: {what}")
+                    return None
+                return count
+            count += len(result[key])
+            nxt = result.get("nextCursor")
+            if not isinstance(nxt, str):  # an empty string is a valid cursor (DIGEST 9.5)
+                return count
+            cursor = nxt
+        self.result.truncated.append(name)
+        return count
+
+    def _transport_failure_check(self) -> None:
+        """A transport error (connection refused, reset) makes the target unusable outright."""
+        if not self.http:
+            return
+        errors = [e for e in self.conn.transcript.events if e.kind == "error"]
+        if errors:
+            raise ProbeFailure(f"cannot reach the target: {errors[-1].note}")
+
+
+def _describe_reply(reply: dict | None, timeout: float | None = None) -> str:
+    if reply is None:
+        return f"no reply within {timeout:g} s" if timeout else "no reply"
+    error = reply.get("error")
+    if isinstance(error, dict):
+        return f"error {error.get('code')} {str(error.get('message'))[:80]!r}"
+    return "malformed result"
+
+
+def probe(
+    spec: TargetSpec,
+    *,
+    timeout: float = DEFAULT_PROBE_TIMEOUT,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    check_dual: bool = True,
+    transcript: Transcript | None = None,
+) -> ProbeResult:
+    """Probe one target; raises ProbeFailure (one line) when it is unusable. Every process the
+    probe starts is reaped before this returns or raises."""
+    started = time.monotonic()
+    result = ProbeResult(target=spec.text, transport=spec.transport)
+    transcript = transcript if transcript is not None else spec.new_transcript()
+    with Target(spec, timeout=timeout, prestart=0, ready_timeout=max(timeout, 1.0)) as target:
+        try:
+            conn = target.connect(transcript)
+        except TargetError as exc:
+            raise ProbeFailure(str(exc)) from None
+        failure: str | None = None
+        with conn:
+            prober = _Prober(conn, result, timeout, max_pages)
+            if prober.try_modern():
+                result.era = "modern"
+                prober.modern_lists()
+            elif conn.alive() or prober.http:
+                legacy = prober.initialize()
+                if legacy is None:
+                    prober._transport_failure_check()
+                    failure = "neither"
+                else:
+                    result.era = "legacy"
+                    result.detection = f"server/discover: {prober.discover_outcome}; initialize answered"
+                    prober.take_legacy(legacy)
+                    prober.legacy_lists()
+                    prober.end_legacy_session()
+            else:
+                failure = "died"
+        if result.era == "modern" and check_dual:
+            _check_dual(target, transcript, result, min(timeout, DUAL_TIMEOUT))
+        # The connection is closed: exit status and stderr are in the transcript now.
+        _stdout_problems(transcript, result)
+        if failure is not None or not result.era:
+            raise ProbeFailure(_explain(spec, transcript, timeout))
+    result.elapsed_s = time.monotonic() - started
+    return result
+
+
+def _check_dual(target: Target, transcript: Transcript, result: ProbeResult, timeout: float) -> None:
+    """Does the modern server also complete a legacy handshake? On stdio the era is chosen by
+    the first message a process sees (VER-05), so this needs a fresh process; over HTTP a new
+    connection is enough."""
+    try:
+        conn = target.connect(transcript)
+    except TargetError:
+        return
+    with conn:
+        prober = _Prober(conn, result, timeout, 1)
+        legacy = prober.initialize()
+        if legacy is not None:
+            result.era = "dual"
+            result.detection += f"; initialize also answered ({legacy['protocolVersion']})"
+            result.legacy = {
+                "protocolVersion": legacy["protocolVersion"],
+                "capabilities": legacy.get("capabilities"),
+                "serverInfo": legacy.get("serverInfo"),
+            }
+            prober.end_legacy_session()
+
+
+def _stdout_problems(transcript: Transcript, result: ProbeResult) -> None:
+    if transcript.transport != "stdio":
+        return
+    noise = [e for e in transcript.events if e.kind == "noise"]
+    for event in noise[:3]:
+        result.problem("STDIO-03", f"stdout carried a non-JSON line: {_snippet(event.raw)}")
+    if len(noise) > 3:
+        result.problem("STDIO-03", f"{len(noise) - 3} more non-JSON stdout lines")
+    for event in list(transcript.of_kind("oversize"))[:1]:
+        result.problem("STDIO-03", f"stdout carried a line over the cap: {event.note}")
+
+
+def _explain(spec: TargetSpec, transcript: Transcript, timeout: float) -> str:
+    """One line saying why the target is unusable, from what the transcript recorded."""
+    events = transcript.events
+    errors = [e for e in events if e.kind == "error" and "broken pipe" not in e.note]
+    if spec.transport == "http" and errors:
+        return f"cannot reach the target: {errors[-1].note}"
+    noise = [e for e in events if e.kind == "noise"]
+    exits = [e for e in events if e.kind == "exit"]
+    answered = any(e.kind == "recv" for e in events)
+    stderr = next((e.raw for e in events if e.kind == "stderr" and e.raw), b"")
+    stderr_hint = ""
+    if stderr:
+        last = stderr.decode("utf-8", "replace").strip().splitlines()
+        if last:
+            stderr_hint = f" (stderr: {last[-1][:160]})"
+    if noise and not answered:
+        return (
+            f"target wrote non-JSON on stdout and never answered: {_snippet(noise[0].raw)} "
+            "(STDIO-03: stdout must carry only MCP messages)"
+        )
+    if exits and exits[0].note == "exited by itself" and not answered:
+        return f"target exited with status {exits[0].status} before answering{stderr_hint}"
+    if not answered:
+        return f"no answer from the target within {timeout:g} s to server/discover or initialize{stderr_hint}"
+    return "target answered, but neither server/discover nor initialize succeeded (speaks no known MCP era)"
+
+
+def _snippet(raw: bytes | None, limit: int = 80) -> str:
+    text = (raw or b"").decode("utf-8", "replace").strip()
+    return repr(text[:limit] + ("..." if len(text) > limit else ""))
+
+
+def probe_main(argv: list[str]) -> int:
+    """`mcp-gauntlet probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
+    parser = argparse.ArgumentParser(
+        prog="mcp-gauntlet probe",
+        description="Report which MCP era a server speaks and what it lists (DIGEST 5.3).",
+    )
+    parser.add_argument("--target", help="stdio:<cmd>, http://127.0.0.1:PORT/PATH or http+spawn:<cmd with {port}> "
+                        "(default: the built-in reference server)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT,
+                        help=f"seconds to wait for each answer (default {DEFAULT_PROBE_TIMEOUT:g})")
+    parser.add_argument("--max-pages", type=int, default=DEFAULT_MAX_PAGES,
+                        help=f"pages followed per list (default {DEFAULT_MAX_PAGES})")
+    parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
+    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
+    args = parser.parse_args(argv)
+    if args.timeout <= 0 or args.max_pages < 1:
+        print("probe: --timeout must be > 0 and --max-pages >= 1", file=sys.stderr)
+        return 2
+    try:
+        spec = parse_target(args.target, allow_remote=args.allow_remote)
+        result = probe(spec, timeout=args.timeout, max_pages=args.max_pages, check_dual=not args.no_dual)
+    except (TargetError, ProbeFailure) as exc:
+        print(f"probe: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("probe: interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        sys.stdout.write(orjson.dumps(result.to_json()).decode() + "\n")
+    else:
+        print(result.human())
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the console script is the lead's
+    raise SystemExit(probe_main(sys.argv[1:]))

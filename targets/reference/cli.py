@@ -1,0 +1,74 @@
+"""`mcp-gauntlet serve`: start the reference server (or one of its mutants) on stdio or HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from typing import NoReturn
+
+from targets.mutants import UnknownBugError, list_lines, parse_bugs
+from targets.reference.store import default_db_path
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is ONE line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"mcp-gauntlet serve: error: {message}\n")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="mcp-gauntlet serve",
+                     description="The reference MCP 2026-07-28 server (calendar) and its one-bug mutants.")
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="HTTP port; 0 picks a free one (default). The URL is printed on stderr.")
+    parser.add_argument("--db", default=None,
+                        help=f"SQLite store shared by every process naming it (default {default_db_path()})")
+    parser.add_argument("--bug", action="append", default=[], metavar="NAME",
+                        help="switch on a mutant bug; repeatable (see --list-bugs)")
+    parser.add_argument("--list-bugs", action="store_true", help="print each bug name and its rule ids")
+    parser.add_argument("--state-ttl", type=float, default=600.0, metavar="SECONDS",
+                        help="lifetime of a requestState (default 600)")
+    return parser
+
+
+def serve_main(argv: list[str]) -> int:
+    """Entry point of `mcp-gauntlet serve`; returns the process exit status."""
+    args = _parser().parse_args(argv)
+    if args.list_bugs:
+        print("\n".join(list_lines()))
+        return 0
+    try:
+        bugs = parse_bugs(args.bug)
+    except UnknownBugError as exc:
+        print(f"mcp-gauntlet serve: error: {exc}", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535:
+        print("mcp-gauntlet serve: error: --port must be 0..65535", file=sys.stderr)
+        return 2
+    if args.state_ttl <= 0:
+        print("mcp-gauntlet serve: error: --state-ttl must be positive", file=sys.stderr)
+        return 2
+    from targets.reference.core import build_core
+
+    try:
+        core = build_core(args.db or default_db_path(), bugs=bugs, state_ttl_s=args.state_ttl)
+    except (OSError, sqlite3.Error) as exc:
+        print(f"mcp-gauntlet serve: error: cannot open store {args.db or default_db_path()}: {exc}",
+              file=sys.stderr)
+        return 2
+    if args.transport == "stdio":
+        from targets.reference.stdio_server import serve_stdio
+
+        return serve_stdio(core)
+    from targets.reference.http_server import serve_http
+
+    try:
+        return serve_http(core, args.host, args.port)
+    except OSError as exc:
+        print(f"mcp-gauntlet serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2

@@ -1,0 +1,261 @@
+"""The Streamable HTTP adapter: a raw asyncio HTTP/1.1 server on httptools around the Core.
+
+No framework on purpose: the per-request work is parse headers, hand the body to the Core, write
+one response, so a request costs little more than the Core itself (the benchmark compares this
+with the Python SDK server). One endpoint, `/mcp`, POST only (GET/DELETE -> 405, DIGEST 7.4).
+A present, non-loopback `Origin` gets 403 (HTTP-12), and so does a non-loopback `Host` while we
+are bound to loopback (DNS rebinding). No `Mcp-Session-Id` is ever sent (SL-10).
+
+Responses: a JSON body; an SSE body when the request produced notifications before its result
+(request-scoped logs, HTTP-07); an open chunked SSE stream for `subscriptions/listen`, whose
+close by the client is its cancellation (HTTP-11) and which gets a SubscriptionsListenResult when
+the server shuts down (SUB-08).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any, Final
+
+import httptools
+
+from targets.reference.core import Core, HttpInfo, Reply
+from targets.reference.subscriptions import POLL_INTERVAL_S, Listen
+
+MAX_BODY: Final = 4 << 20
+ENDPOINT: Final = b"/mcp"
+_REASONS: Final = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+                   405: "Method Not Allowed", 413: "Content Too Large", 500: "Internal Server Error"}
+_LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+_SSE_HEADERS: Final = b"Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+_FORBIDDEN: Final = b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: %s"}}'
+
+
+def _host_part(hostport: str) -> str:
+    """`host` of `host[:port]`, keeping the brackets of an IPv6 literal."""
+    hostport = hostport.strip().lower()
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        return hostport[: end + 1] if end > 0 else hostport
+    return hostport.rsplit(":", 1)[0] if hostport.count(":") == 1 else hostport
+
+
+def origin_allowed(origin: str) -> bool:
+    scheme, sep, rest = origin.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        return False
+    return _host_part(rest.split("/", 1)[0]) in _LOOPBACK_HOSTS
+
+
+def host_allowed(host: str) -> bool:
+    return _host_part(host) in _LOOPBACK_HOSTS
+
+
+def sse_event(message: bytes) -> bytes:
+    return b"event: message\ndata: " + message + b"\n\n"
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class _Shared:
+    """Per-process server state the connections share."""
+
+    def __init__(self, core: Core, check_host: bool) -> None:
+        self.core = core
+        self.check_host = check_host
+        self.conns: set[_Conn] = set()
+
+
+class _Conn(asyncio.Protocol):
+    """One TCP connection: parses requests with httptools and answers them in order."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.shared = shared
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.url = b""
+        self.headers: dict[str, str] = {}
+        self.body: list[bytes] = []
+        self.body_len = 0
+        self.listen: Listen | None = None
+        self.closing = False
+
+    # --- asyncio.Protocol ---
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.shared.conns.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.shared.conns.discard(self)
+        if self.listen is not None:
+            self.shared.core.hub.remove(self)  # the client closed the stream: cancellation
+            self.listen = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.listen is not None or self.closing:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._plain(400, b"upgrades are not supported", close=True)
+        except httptools.HttpParserError:
+            self._plain(400, b"malformed HTTP request", close=True)
+
+    # --- httptools callbacks ---
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.headers = {}
+        self.body = []
+        self.body_len = 0
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        old = self.headers.get(key)
+        self.headers[key] = text if old is None else old + ", " + text
+
+    def on_body(self, body: bytes) -> None:
+        self.body_len += len(body)
+        if self.body_len <= MAX_BODY:
+            self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.listen is not None or self.closing:
+            return
+        self._dispatch()
+
+    # --- request handling ---
+
+    def _dispatch(self) -> None:
+        headers = self.headers
+        if self.url.split(b"?", 1)[0] != ENDPOINT:
+            self._plain(404, b"not found")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin):
+            self._write(403, b"application/json", _FORBIDDEN % b"Origin not allowed")
+            return
+        host = headers.get("host")
+        if self.shared.check_host and host is not None and not host_allowed(host):
+            self._write(403, b"application/json", _FORBIDDEN % b"Host not allowed")
+            return
+        if self.parser.get_method() != b"POST":
+            self._write(405, None, b"", extra=b"Allow: POST\r\n")
+            return
+        if self.body_len > MAX_BODY:
+            self._plain(413, b"request body too large", close=True)
+            return
+        core = self.shared.core
+        reply = core.handle_message(b"".join(self.body), HttpInfo(headers))
+        extra = b"" if reply.session_id is None else b"Mcp-Session-Id: %s\r\n" % reply.session_id.encode()
+        if reply.listen is not None:
+            self._open_stream(reply, extra)
+        elif reply.notes:
+            parts = [sse_event(n) for n in reply.notes]
+            if reply.body is not None:
+                parts.append(sse_event(reply.body))
+            self._write(reply.status, None, b"".join(parts), extra=_SSE_HEADERS + extra)
+        elif reply.body is not None:
+            self._write(reply.status, b"application/json", reply.body, extra=extra)
+        else:
+            self._write(202 if reply.status == 200 else reply.status, None, b"", extra=extra)
+        if core.hub.active:
+            core.hub.poll()
+
+    def _write(self, status: int, ctype: bytes | None, body: bytes, *, extra: bytes = b"",
+               close: bool = False) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        keep = not close and self.parser.should_keep_alive()
+        head = b"HTTP/1.1 %d %s\r\n" % (status, _REASONS.get(status, "Error").encode())
+        if ctype is not None:
+            head += b"Content-Type: " + ctype + b"\r\n"
+        head += b"Content-Length: %d\r\n" % len(body) + extra
+        if not keep:
+            head += b"Connection: close\r\n"
+        transport.write(head + b"\r\n" + body)
+        if not keep:
+            self.closing = True
+            transport.close()
+
+    def _plain(self, status: int, text: bytes, *, close: bool = False) -> None:
+        self._write(status, b"text/plain; charset=utf-8", text, close=close)
+
+    def _open_stream(self, reply: Reply, extra: bytes) -> None:
+        transport = self.transport
+        assert transport is not None and reply.listen is not None
+        listen = reply.listen
+        head = b"HTTP/1.1 200 OK\r\n" + _SSE_HEADERS + b"Transfer-Encoding: chunked\r\n" + extra + b"\r\n"
+        transport.write(head + b"".join(_chunk(sse_event(n)) for n in reply.notes or ()))
+        listen.send = self._send_event
+        self.listen = listen
+        self.shared.core.hub.add(self, listen)
+
+    def _send_event(self, message: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(_chunk(sse_event(message)))
+
+    def shutdown(self) -> None:
+        """Server is stopping: end an open listen stream gracefully, close anything else."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if self.listen is not None:
+            listen, self.listen = self.listen, None
+            self.shared.core.hub.remove(self)
+            transport.write(_chunk(sse_event(listen.closing_result())) + b"0\r\n\r\n")
+        transport.close()
+
+
+async def _serve(core: Core, host: str, port: int, ready: Any) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    shared = _Shared(core, check_host=host_allowed(host) or host.startswith("127."))
+    server = await loop.create_server(lambda: _Conn(shared), host, port, backlog=1024)
+    bound = server.sockets[0].getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    ready(f"listening on http://{shown}:{bound}/mcp")
+
+    def tick() -> None:
+        if core.hub.active:
+            core.hub.poll()
+        loop.call_later(POLL_INTERVAL_S, tick)
+
+    loop.call_later(POLL_INTERVAL_S, tick)
+    await stop.wait()
+    server.close()
+    for conn in list(shared.conns):
+        conn.shutdown()
+    for _ in range(50):
+        if not shared.conns:
+            break
+        await asyncio.sleep(0.02)
+    return 0
+
+
+def _announce(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def serve_http(core: Core, host: str = "127.0.0.1", port: int = 0, *, ready: Any = _announce) -> int:
+    """Serve until SIGTERM/SIGINT; `ready` gets the one `listening on ...` line. Returns 0."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a declared dependency via uvicorn[standard]
+        factory = None
+    else:
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_serve(core, host, port, ready))

@@ -1,0 +1,231 @@
+"""Each mutant shows its one deviation, and the reference server does not.
+
+Every check below is a quick direct probe (no fuzzing) against a real process: it returns True
+when the deviation is observed. Each runs twice: with the bug switched on it must see the
+deviation, on the plain reference server it must not. That proves both that the mutant is
+really broken and that the check is capable of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import psutil
+import pytest
+from reference_support import HttpServer, StdioServer, complete_mrtr_params, req
+
+from targets import wire
+from targets.mutants import MUTANTS
+
+ELICIT = {"elicitation": {}}
+STARTS = "2026-08-03T09:00:00Z"
+
+Check = Callable[[Path, tuple[str, ...]], bool]
+
+
+def _stdio(db: Path, bugs: tuple[str, ...]) -> StdioServer:
+    return StdioServer(db, *bugs, validate=False)
+
+
+def _http(db: Path, bugs: tuple[str, ...]) -> HttpServer:
+    return HttpServer(db, *bugs, validate=False)
+
+
+def remembered_capabilities(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.call(req(1, "tools/call", {"name": "create_event", "arguments": {"title": "a"}}, caps=ELICIT))
+        second, _ = s.call(req(2, "tools/call", {"name": "create_event", "arguments": {"title": "a"}}))
+        return "result" in second
+
+
+def memory_store(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as a:
+        made, _ = a.call(req(1, "tools/call", {"name": "open_calendar", "arguments": {"name": "mutant-cal"}}))
+        cal = made["result"]["structuredContent"]["calendarId"]
+        a.call(req(2, "tools/call", {"name": "create_event",
+                                     "arguments": {"title": "kept?", "startsAt": STARTS, "calendarId": cal}}))
+    with _stdio(db, bugs) as b:
+        listed, _ = b.call(req(3, "tools/call", {"name": "list_events", "arguments": {"calendarId": cal}}))
+        return listed["result"].get("isError") is True
+
+
+def memory_request_state(db: Path, bugs: tuple[str, ...]) -> bool:
+    first = req(1, "tools/call", {"name": "create_event", "arguments": {"title": "mrtr"}}, caps=ELICIT)
+    with _stdio(db, bugs) as a:
+        asked, _ = a.call(first)
+    with _stdio(db, bugs) as b:
+        done, _ = b.call(req(2, "tools/call", complete_mrtr_params(first, asked["result"], STARTS)))
+        return "error" in done
+
+
+def null_id_accepted(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send({**req(1, "server/discover"), "id": None})
+        reply = s.recv()
+        return "result" in reply and reply.get("id", "absent") is None
+
+
+def cross_wired_ids(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _http(db, bugs) as h:
+        h.post(req(1, "server/discover"))
+        second = h.post(req(2, "server/discover"))
+        return second.message["id"] != 2
+
+
+def missing_result_type(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        resp, _ = s.call(req(1, "server/discover"))
+        return "resultType" not in resp["result"]
+
+
+def stdout_log(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(req(1, "server/discover"))
+        for _ in range(2):
+            line = s.read_line(2.0)
+            try:
+                orjson.loads(line or b"")
+            except orjson.JSONDecodeError:
+                return True
+            if line and b'"id":1' in line:
+                return False
+        return False
+
+
+def unsigned_request_state(db: Path, bugs: tuple[str, ...]) -> bool:
+    first = req(1, "tools/call", {"name": "create_event", "arguments": {"title": "sig"}}, caps=ELICIT)
+    with _stdio(db, bugs) as s:
+        asked, _ = s.call(first)
+        params = complete_mrtr_params(first, asked["result"], STARTS)
+        token = params["requestState"]
+        params["requestState"] = token[:-1] + ("A" if token[-1] != "A" else "B")
+        done, _ = s.call(req(2, "tools/call", params))
+        return "result" in done
+
+
+def list_input_required(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        resp, _ = s.call(req(1, "tools/list"))
+        return resp["result"]["resultType"] == "input_required"
+
+
+def missing_meta_32601(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        resp, _ = s.call({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        return resp["error"]["code"] == wire.METHOD_NOT_FOUND
+
+
+def unsupported_version_no_data(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        resp, _ = s.call(wire.build_request(1, "server/discover", version="1900-01-01"))
+        return resp["error"]["code"] == wire.UNSUPPORTED_PROTOCOL_VERSION and "data" not in resp["error"]
+
+
+def exit_on_newline(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send_raw(b"\n")
+        try:
+            s.send(req(1, "server/discover"))
+            return s.recv(2.0) is None
+        except (BrokenPipeError, TimeoutError):
+            return True
+
+
+def list_changes_after_call(db: Path, bugs: tuple[str, ...]) -> bool:
+    def names(s: StdioServer, base: int) -> list[str]:
+        out, cursor = [], None
+        for n in range(5):
+            params = {"cursor": cursor} if cursor else {}
+            page, _ = s.call(req(base + n, "tools/list", params))
+            out += [t["name"] for t in page["result"]["tools"]]
+            cursor = page["result"].get("nextCursor")
+            if cursor is None:
+                break
+        return out
+
+    with _stdio(db, bugs) as s:
+        before = names(s, 1)
+        s.call(req(10, "tools/call", {"name": "echo", "arguments": {"text": "x"}}))
+        return names(s, 20) != before
+
+
+def serverinfo_top_level(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        result = s.call(req(1, "server/discover"))[0]["result"]
+        return "serverInfo" in result and wire.META_SERVER_INFO not in result.get("_meta", {})
+
+
+def reply_to_notification(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(wire.build_notification("notifications/cancelled", {"requestId": 5}))
+        s.send(req("probe", "server/discover"))
+        return s.recv().get("id") != "probe"
+
+
+def http_session_id(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _http(db, bugs) as h:
+        return "mcp-session-id" in h.post(req(1, "server/discover")).headers
+
+
+def http_200_header_mismatch(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _http(db, bugs) as h:
+        resp = h.post(req(1, "server/discover"), headers={"MCP-Protocol-Version": "2025-11-25"})
+        assert resp.message["error"]["code"] == wire.HEADER_MISMATCH
+        return resp.status == 200
+
+
+def http_200_unknown_method(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _http(db, bugs) as h:
+        resp = h.post(req(1, "no/such/method"))
+        assert resp.message["error"]["code"] == wire.METHOD_NOT_FOUND
+        return resp.status == 200
+
+
+def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.call(req(0, "server/discover"))
+        proc = psutil.Process(s.proc.pid)
+        before = proc.memory_info().rss
+        line = wire.encode_line(req(1, "tools/call", {"name": "echo", "arguments": {"text": "x" * 200}}))
+        for _ in range(4):
+            s.send_raw(line * 500)
+            for _ in range(500):
+                s.read_line(5.0)
+        grown = proc.memory_info().rss - before
+        return grown > 10_000_000  # 2000 requests x ~8.4 KiB kept
+
+
+CHECKS: dict[str, Check] = {
+    "remembered-capabilities": remembered_capabilities,
+    "memory-store": memory_store,
+    "memory-request-state": memory_request_state,
+    "null-id-accepted": null_id_accepted,
+    "cross-wired-ids": cross_wired_ids,
+    "missing-result-type": missing_result_type,
+    "stdout-log": stdout_log,
+    "unsigned-request-state": unsigned_request_state,
+    "list-input-required": list_input_required,
+    "missing-meta-32601": missing_meta_32601,
+    "unsupported-version-no-data": unsupported_version_no_data,
+    "exit-on-newline": exit_on_newline,
+    "list-changes-after-call": list_changes_after_call,
+    "serverinfo-top-level": serverinfo_top_level,
+    "reply-to-notification": reply_to_notification,
+    "http-session-id": http_session_id,
+    "http-200-header-mismatch": http_200_header_mismatch,
+    "http-200-unknown-method": http_200_unknown_method,
+    "slow-leak": slow_leak,
+}
+
+
+def test_every_mutant_has_a_check() -> None:
+    assert set(CHECKS) == set(MUTANTS)
+
+
+@pytest.mark.parametrize("name", list(CHECKS))
+def test_mutant_shows_its_deviation_and_reference_does_not(name: str, tmp_path: Path) -> None:
+    check = CHECKS[name]
+    assert check(tmp_path / "mutant.sqlite3", (name,)) is True, f"{name} did not deviate"
+    assert check(tmp_path / "reference.sqlite3", ()) is False, f"reference server deviates like {name}"
