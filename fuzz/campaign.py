@@ -358,14 +358,10 @@ def run_job(
                             "show it, so the replay may pass")
         state.discard_warm = True
         state.failures += 1
-        recorded: set[tuple[str, str, str, str]] = set()
-        for v in [main, *violations]:
-            b = bucket_of(run, v, transport)
-            if b in recorded:
-                continue
-            recorded.add(b)
-            sink.record(evidence_for(run, violations, v, prop=prop, transport=transport, blob=blob,
-                                     hypothesis_version=version, note=note))
+        # Only the primary violation is filed: the others are in the evidence, and when they are
+        # bugs of their own, other examples make them primary (often they are consequences of it).
+        sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
+                                 hypothesis_version=version, note=note))
         message = f"{main.strength} {main.rule}: {main.title}"
         state.cache[key] = (_failure_type(bucket), message)
         raise _failure_type(bucket)(message)

@@ -37,6 +37,7 @@ class Reply:
 
     request: dict[str, Any]
     endpoint: str
+    request_headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = ""
@@ -104,9 +105,13 @@ class McpHttp:
     def endpoints(self) -> list[str]:
         return [url for url, _ in self._endpoints]
 
-    def _pick(self) -> tuple[str, Any]:
+    def _pick(self, avoid: str | None = None) -> tuple[str, Any]:
+        """Next endpoint round-robin; `avoid` skips one, so an MRTR retry lands on another process."""
         chosen = self._endpoints[self._next]
         self._next = (self._next + 1) % len(self._endpoints)
+        if avoid is not None and chosen[0] == avoid and len(self._endpoints) > 1:
+            chosen = self._endpoints[self._next]
+            self._next = (self._next + 1) % len(self._endpoints)
         return chosen
 
     def _client(self, url: str) -> HTTPClient:
@@ -125,11 +130,12 @@ class McpHttp:
                 except Exception:  # noqa: BLE001 - closing a broken socket may fail again; ignore
                     pass
 
-    def post(self, msg: dict[str, Any], *, input_schema: Any = None) -> Reply:
-        url, split = self._pick()
+    def post(self, msg: dict[str, Any], *, input_schema: Any = None, avoid: str | None = None) -> Reply:
+        url, split = self._pick(avoid)
         reply = Reply(request=msg, endpoint=url)
         body = wire.dumps(msg)
         headers = wire.http_headers(msg, input_schema=input_schema)
+        reply.request_headers = headers
         path = split.path or "/"
         if split.query:
             path += "?" + split.query

@@ -43,18 +43,16 @@ class MemorySampler:
     samples: list[list[tuple[float, int]]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-    _t0: float = 0.0
 
     def start(self) -> MemorySampler:
         self.samples = [[] for _ in self.pids]
-        self._t0 = time.monotonic()
         self._take()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
         self._thread.start()
         return self
 
     def _take(self) -> None:
-        now = time.monotonic() - self._t0
+        now = time.time()  # wall clock, to line up with the load's start and stop in summary.json
         for i, pid in enumerate(self.pids):
             rss = tree_rss(pid)
             if rss is not None:
@@ -79,8 +77,8 @@ def analyse(
     threshold_mb: float,
     requests: int = 0,
 ) -> dict[str, Any]:
-    """Growth per instance between the end of warm-up and the end of the load (times are the
-    sampler's clock); the verdict uses the largest growth."""
+    """Growth per instance between the end of warm-up and the end of the load (epoch seconds);
+    the verdict uses the largest growth."""
     warm = load_start + max(1.0, 0.25 * (load_end - load_start))
     instances = []
     for i, series in enumerate(samples):

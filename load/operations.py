@@ -161,6 +161,7 @@ class Operation:
     rounds: int = 1
     next_params: dict[str, Any] = field(default_factory=dict)
     ready_at: int = 0
+    last_endpoint: str = ""
 
     @property
     def name(self) -> str:
@@ -188,6 +189,34 @@ class Options:
     log_level: str | None = None
 
 
+def warmup_exchanges() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """One plausible (request, response) per result type a load user meets, to warm the oracle."""
+    cache = {"ttlMs": 0, "cacheScope": "public"}
+    text = [{"type": "text", "text": "ok"}]
+    results: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("server/discover", {}, {"supportedVersions": [wire.MODERN_VERSION], "capabilities": {}, **cache}),
+        ("tools/list", {}, {"tools": [], **cache}),
+        ("resources/list", {}, {"resources": [], **cache}),
+        ("resources/templates/list", {}, {"resourceTemplates": [], **cache}),
+        ("prompts/list", {}, {"prompts": [], **cache}),
+        ("tools/call", {"name": "t", "arguments": {}}, {"content": text}),
+        ("resources/read", {"uri": "x://y"}, {"contents": [{"uri": "x://y", "text": "ok"}], **cache}),
+        ("prompts/get", {"name": "p"}, {"messages": [{"role": "user", "content": text[0]}]}),
+    ]
+    out = []
+    for i, (method, params, result) in enumerate(results):
+        request = wire.build_request(i, method, params, capabilities=CAPABILITIES)
+        out.append((request, wire.build_result(i, {"resultType": "complete", **result})))
+        if method in wire.INPUT_REQUIRED_METHODS:
+            asked = {"resultType": "input_required", "requestState": "s", "inputRequests": {"q": {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": "?", "requestedSchema": {
+                    "type": "object", "properties": {"a": {"type": "string"}}}},
+            }}}
+            out.append((request, wire.build_result(i, asked)))
+    return out
+
+
 class Checker:
     """Judges every k-th response with the fuzz oracle's pure rules (shared per process)."""
 
@@ -206,7 +235,8 @@ class Checker:
         """(rule id, short text) for each violation the oracle finds in this exchange."""
         assert self.judge is not None
         try:
-            found = self.judge(reply.request, reply.response, http_status=reply.status, headers=reply.headers)
+            found = self.judge(reply.request, reply.response, http_status=reply.status, headers=reply.headers,
+                               request_headers=reply.request_headers)
         except Exception as exc:  # noqa: BLE001 - an oracle bug must not kill a load user
             return [("ORACLE-ERROR", f"{type(exc).__name__}: {exc}"[:200])]
         out = []
@@ -247,10 +277,10 @@ class Session:
 
     # --- plumbing ---
 
-    def _post(self, method: str, params: dict[str, Any], schema: Any = None) -> Reply:
+    def _post(self, method: str, params: dict[str, Any], schema: Any = None, avoid: str | None = None) -> Reply:
         msg = wire.build_request(next_id(), method, params, capabilities=CAPABILITIES,
                                  log_level=self.options.log_level)
-        reply = self.send(msg, input_schema=schema)
+        reply = self.send(msg, input_schema=schema, avoid=avoid) if avoid else self.send(msg, input_schema=schema)
         self.sent += 1
         self.recorder.count("sse_responses" if reply.is_sse else "json_responses")
         return reply
@@ -462,7 +492,7 @@ class Session:
         if not (intend_mrtr or needs_input):
             self._record(plain or f"{method} {label}", reply)
             return
-        op = Operation(method, label, params, schema, started)
+        op = Operation(method, label, params, schema, started, last_endpoint=reply.endpoint)
         self.recorder.count("mrtr_started")
         self.recorder.count("mrtr_legs")
         self.recorder.operation_opened()
@@ -471,8 +501,11 @@ class Session:
 
     def _advance(self, op: Operation) -> None:
         op.rounds += 1
-        reply = self._post(op.method, op.next_params, op.input_schema)
+        reply = self._post(op.method, op.next_params, op.input_schema, avoid=op.last_endpoint)
         self.recorder.count("mrtr_legs")
+        if reply.endpoint != op.last_endpoint:
+            self.recorder.count("mrtr_cross_instance_legs")  # the retry went to another process
+        op.last_endpoint = reply.endpoint
         failure = self._record(op.leg_name(op.rounds), reply)
         self._after_leg(op, reply, failure)
 

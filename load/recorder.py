@@ -21,17 +21,6 @@ from load.histogram import ExactHistogram
 REQUEST = "request"
 OPERATION = "operation"
 
-COUNTER_NAMES = (
-    "mrtr_started",
-    "mrtr_completed",
-    "mrtr_failed",
-    "mrtr_abandoned",
-    "mrtr_legs",
-    "tool_errors",
-    "sse_responses",
-    "json_responses",
-    "checked",
-)
 
 
 @dataclass(slots=True)

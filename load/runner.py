@@ -292,9 +292,9 @@ def _run(
         (out / "locust-command.txt").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
         print(f"load: {args.users} users for {run_s:g}s against {', '.join(urls)}"
               + (f" with {args.processes} Locust processes" if args.processes > 1 else ""), flush=True)
-        t_start = time.monotonic()
+        t_start = time.time()
         status = _run_locust(cmd, out / "locust.log", run_s + LOCUST_BOOT_GRACE_S)
-        t_end = time.monotonic()
+        t_end = time.time()
         if sampler is not None:
             sampler.stop()
     finally:
@@ -313,8 +313,9 @@ def _run(
         "processes": args.processes, "check_every": args.check_every, "endpoints": urls,
     }
     if sampler is not None:
-        t0 = sampler._t0
-        summary["memory"] = analyse(sampler.samples, load_start=t_start - t0, load_end=t_end - t0,
+        load_start = summary.get("started_at") or t_start
+        load_end = summary.get("stopped_at") or t_end
+        summary["memory"] = analyse(sampler.samples, load_start=load_start, load_end=load_end,
                                     threshold_mb=args.memory_threshold_mb, requests=summary.get("requests", 0))
     else:
         summary["memory"] = {"sampled": False}

@@ -54,6 +54,8 @@ def build_summary(
         "target": target,
         "revision": REVISION,
         "duration_s": round(duration_s, 3),
+        "started_at": rec.started,
+        "stopped_at": rec.stopped,
         "requests": requests,
         "failures": rec.failure_total,
         "rps": round(requests / duration, 1),
@@ -75,6 +77,7 @@ def build_summary(
                 counters.get("mrtr_started", 0) - counters.get("mrtr_completed", 0) - counters.get("mrtr_failed", 0),
             ),
             "legs": counters.get("mrtr_legs", 0),
+            "retries_on_another_instance": counters.get("mrtr_cross_instance_legs", 0),
             "max_in_flight": rec.max_in_flight_total(),
         },
         "responses": {

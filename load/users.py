@@ -32,7 +32,7 @@ from locust import FastHttpUser, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
 from load.mcp_client import McpHttp
-from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix
+from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix, warmup_exchanges
 from load.recorder import Recorder
 from load.summary import build_summary, format_table, write_json
 
@@ -42,14 +42,31 @@ FLUSH_MESSAGE = "mcp_gauntlet_flush"
 FINAL_MESSAGE = "mcp_gauntlet_final"
 REPORT_KEY = "mcp_gauntlet"
 FLUSH_TIMEOUT_S = 15.0
+CSV_SETTLE_S = 1.2
 
 
-def _load_judge() -> tuple[Any, str]:
-    """The fuzz oracle's pure judge, if it is importable here; the load run works without it."""
+def _load_judge(warm: bool) -> tuple[Any, str]:
+    """The fuzz oracle's pure judge, if it is importable here; the load run works without it.
+
+    The oracle compiles its schema validators on first use, which takes a second or more of
+    CPU. Under gevent that would freeze every user mid-request and show up as a latency spike
+    in the first seconds of the run, so a process that runs users warms it before any starts.
+    """
     try:
         from fuzz.oracle import judge_response  # pure rule functions, no asyncio, no locust
     except Exception as exc:  # noqa: BLE001 - a missing or broken oracle only disables checking
         return None, f"unavailable ({type(exc).__name__}: {exc})"
+    if not warm:
+        return judge_response, "fuzz.oracle.judge_response"
+    try:
+        for request, response in warmup_exchanges():
+            judge_response(request, response, http_status=200, headers={"content-type": "application/json"})
+    except Exception as exc:  # noqa: BLE001
+        return None, f"unusable ({type(exc).__name__}: {exc})"
+    finally:
+        # gevent's loop caches "now"; after seconds of CPU work its timers (Locust's --run-time
+        # among them) would be armed from a stale clock and fire that much too early.
+        gevent.get_hub().loop.update_now()
     return judge_response, "fuzz.oracle.judge_response"
 
 
@@ -58,7 +75,10 @@ class _Process:
 
     def __init__(self) -> None:
         self.recorder = Recorder()
-        judge, self.oracle = _load_judge()
+        # Warmed at import: before Locust's runner exists (a worker blocked for seconds misses
+        # its heartbeats) and before `--processes` forks (the children inherit the validators).
+        # An explicit master runs no users and only needs to know the oracle is importable.
+        judge, self.oracle = _load_judge(warm="--master" not in sys.argv)
         self.checker = Checker(10, judge)
         self.mrtr_lock = gevent.lock.Semaphore()
         self.probes: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {}
@@ -181,7 +201,7 @@ def _on_test_stop(environment: Any, **_kw: Any) -> None:
 
 def _write_raw(environment: Any) -> None:
     opts = _opts(environment)
-    if STATE.raw is None or opts is None or not opts.mcp_raw_samples:
+    if not STATE.raw or opts is None or not opts.mcp_raw_samples:
         return
     folder = Path(opts.mcp_raw_samples)
     folder.mkdir(parents=True, exist_ok=True)
@@ -211,6 +231,10 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         write_json(Path(opts.mcp_summary), summary)
     if opts is None or not opts.mcp_summary:
         print(format_table(summary))
+    if opts is not None and getattr(opts, "csv_prefix", None):
+        # Locust rewrites its CSV once a second and not again at shutdown; give its writer one more
+        # pass so the CSV holds the final numbers, the same ones as summary.json.
+        gevent.sleep(CSV_SETTLE_S)
 
 
 # --- the user ---

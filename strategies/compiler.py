@@ -99,7 +99,7 @@ class CompileError(ValueError):
 class Limits:
     """Size bounds that keep generated frames small, fast and readable."""
 
-    max_ref_depth: int = 2
+    max_ref_depth: int = 1
     max_items: int = 3
     max_extra_keys: int = 3
     max_string: int = 16
@@ -229,13 +229,12 @@ class SchemaCompiler:
                 st.floats(allow_nan=False, allow_infinity=False),
                 st.text(max_size=lim.max_string),
             )
-            self._any_json = st.recursive(
+            # Unrolled to one level of nesting rather than st.recursive: as varied where it
+            # matters (type confusion, containers) and far fewer choices per value.
+            self._any_json = st.one_of(
                 scalars,
-                lambda inner: st.one_of(
-                    st.lists(inner, max_size=lim.max_items),
-                    st.dictionaries(formats.identifier(), inner, max_size=lim.max_extra_keys),
-                ),
-                max_leaves=6,
+                st.lists(scalars, max_size=lim.max_items),
+                st.dictionaries(formats.identifier(), scalars, max_size=lim.max_extra_keys),
             )
         return self._any_json
 
@@ -298,8 +297,10 @@ class SchemaCompiler:
             if not values:
                 return None
             others = set(node) - _ANNOTATIONS - {"const", "enum", "type"}
-            strat = st.just(values[0]) if len(values) == 1 else st.sampled_from(values)
-            return self._finish(strat.map(_copy_json), node, needs_filter or bool(others))
+            strat = constant(values[0]) if len(values) == 1 else st.sampled_from(values)
+            if any(isinstance(v, (dict, list)) for v in values):
+                strat = strat.map(_copy_json)
+            return self._finish(strat, node, needs_filter or bool(others))
 
         if "allOf" in node:
             return self._build_all_of(node, state)
@@ -483,6 +484,7 @@ class SchemaCompiler:
         *,
         overrides: Mapping[str, st.SearchStrategy[Any]] | None = None,
         omit: frozenset[str] = frozenset(),
+        sparse: bool = False,
     ) -> st.SearchStrategy[dict[str, Any]]:
         """An object strategy for `node` with some properties replaced or left out.
 
@@ -491,7 +493,7 @@ class SchemaCompiler:
         overwriting them, which would cost time and leave noise in shrunk examples.
         """
         node = self.deref(node)
-        built = self._build_object(node, (), overrides=overrides or {}, omit=omit)
+        built = self._build_object(node, (), overrides=overrides or {}, omit=omit, sparse=sparse)
         if built is None:
             raise CompileError("no object can satisfy this schema")
         return built
@@ -503,6 +505,7 @@ class SchemaCompiler:
         *,
         overrides: Mapping[str, st.SearchStrategy[Any]] | None = None,
         omit: frozenset[str] = frozenset(),
+        sparse: bool = True,
     ) -> st.SearchStrategy[Any] | None:
         overrides = overrides or {}
         props: dict[str, Any] = node.get("properties", {}) or {}
@@ -538,7 +541,7 @@ class SchemaCompiler:
             if name not in required_map and name not in optional_map and name not in omit:
                 optional_map[name] = strat
 
-        fixed = st.fixed_dictionaries(required_map, optional=optional_map or None)
+        fixed = record(required_map, optional_map, sparse=sparse)
 
         is_map = not props and (
             (additional is not None and additional is not False) or pattern_props or "propertyNames" in node
@@ -710,6 +713,74 @@ class SchemaCompiler:
         if "exclusiveMaximum" in node:
             hi = min(hi, math.ceil(node["exclusiveMaximum"]) - 1)
         return int(lo), int(hi)
+
+
+_CONSTANTS: dict[int, tuple[Any, st.SearchStrategy[Any]]] = {}
+
+
+def constant(value: Any) -> st.SearchStrategy[Any]:
+    """`st.just(value)` that `record` recognises and fills in without a draw.
+
+    Only for immutable values (str, int, float, bool, None): the value is shared.
+    """
+    strat = st.just(value)
+    _CONSTANTS[id(strat)] = (value, strat)
+    return strat
+
+
+def _const_of(strat: st.SearchStrategy[Any]) -> tuple[bool, Any]:
+    found = _CONSTANTS.get(id(strat))
+    if found is not None and found[1] is strat:
+        return True, found[0]
+    return False, None
+
+
+def record(
+    required: Mapping[str, st.SearchStrategy[Any]],
+    optional: Mapping[str, st.SearchStrategy[Any]] | None = None,
+    *,
+    sparse: bool = True,
+) -> st.SearchStrategy[dict[str, Any]]:
+    """An object with fixed keys, drawn as cheaply as Hypothesis allows.
+
+    Why not `st.fixed_dictionaries(..., optional=...)`: it shuffles the key order with one
+    integer choice per key and registers a pretty-printer per draw, which made it the single
+    largest cost of a frame. Here the optional keys present are one integer bitmask (so an
+    object costs one choice plus its values; the mask is biased toward 0, i.e. toward
+    "required keys only", and shrinks there), constants cost nothing, and keys keep the
+    schema's order, which keeps printed frames readable and stable.
+
+    sparse: each optional key is present with probability about 1/4 (two masks ANDed) rather
+    than 1/2. Nested objects use it, so frames stay small and cheap; the params object of a
+    frame does not, so e.g. `tools/call.arguments` is there half of the time.
+    """
+    req = []
+    for name, strat in required.items():
+        is_const, value = _const_of(strat)
+        req.append((name, is_const, value, strat))
+    opt = tuple((optional or {}).items())
+    mask = st.integers(0, (1 << len(opt)) - 1) if opt else None
+    req_t = tuple(req)
+
+    @st.composite
+    def draw_record(draw: Callable[[st.SearchStrategy[Any]], Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, is_const, value, strat in req_t:
+            out[name] = value if is_const else draw(strat)
+        if mask is not None:
+            bits = draw(mask)
+            if sparse and bits:
+                bits &= draw(mask)
+            index = 0
+            while bits:
+                if bits & 1:
+                    name, strat = opt[index]
+                    out[name] = draw(strat)
+                bits >>= 1
+                index += 1
+        return out
+
+    return draw_record()
 
 
 def _is_multiple(value: float, multiple: float) -> bool:

@@ -27,9 +27,18 @@ def identifier(min_size: int = 1, max_size: int = 10) -> st.SearchStrategy[str]:
     return st.text(alphabet=IDENT_ALPHABET, min_size=min_size, max_size=max_size)
 
 
+def _clean_path(raw: str) -> str:
+    parts = [seg for seg in raw.split("/") if seg not in ("", ".", "..")]
+    return "/".join(parts) or "a"
+
+
+# One string choice per path (not a list of segments): cheaper to draw, same shapes.
+_path = st.text(alphabet=_SEGMENT_ALPHABET + "/", min_size=1, max_size=16).map(_clean_path)
+
+
 def uri() -> st.SearchStrategy[str]:
     """An absolute RFC 3986 URI from a few common schemes; shrinks to `file:///a`."""
-    path = st.lists(_segment, min_size=1, max_size=3).map("/".join)
+    path = _path
     file_uri = path.map(lambda p: "file:///" + p)
     http_uri = st.tuples(st.sampled_from(["https", "http"]), _host, path).map(
         lambda t: f"{t[0]}://{t[1]}/{t[2]}"

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from strategies import formats
 from strategies import protocol as p
-from strategies.compiler import JSON_SAFE_INT
+from strategies.compiler import JSON_SAFE_INT, constant, record
 from strategies.schema_source import SchemaSource, default_source
 
 CLIENT_NOTIFICATION = "notifications/cancelled"
@@ -55,10 +55,10 @@ def _meta_strategy(source: SchemaSource, version: str) -> st.SearchStrategy[dict
     meta_node = source.compiler.deref(
         source.params_node(source.request_methods[0]).get("properties", {}).get("_meta", {})
     )
-    overrides: dict[str, st.SearchStrategy[Any]] = {p.PROTOCOL_VERSION_KEY: st.just(version)}
+    overrides: dict[str, st.SearchStrategy[Any]] = {p.PROTOCOL_VERSION_KEY: constant(version)}
     if "traceparent" not in meta_node.get("properties", {}):
         overrides["traceparent"] = traceparent()
-    return source.compiler.object_strategy(meta_node, overrides=overrides)
+    return source.compiler.object_strategy(meta_node, overrides=overrides, sparse=True)
 
 
 def request_meta(
@@ -133,10 +133,8 @@ def valid_request(
     params = request_params(
         method, schema_source=schema_source, version=version, first_leg=first_leg, capabilities=capabilities
     )
-    ids = st.just(request_id) if request_id is not None else request_ids()
-    return st.fixed_dictionaries(
-        {"jsonrpc": st.just(p.JSONRPC), "id": ids, "method": st.just(method), "params": params}
-    )
+    ids = constant(request_id) if request_id is not None else request_ids()
+    return record({"jsonrpc": constant(p.JSONRPC), "id": ids, "method": constant(method), "params": params})
 
 
 def valid_notification(
@@ -153,9 +151,9 @@ def valid_notification(
     if method not in source.client_notifications:
         raise ValueError(f"{method!r} is not a client notification of {source.revision}")
     node = source.params_node(method)
-    overrides = {"requestId": st.just(request_id)} if request_id is not None else None
+    overrides = {"requestId": constant(request_id)} if request_id is not None else None
     params = source.compiler.object_strategy(node, overrides=overrides, omit=frozenset({"_meta"}))
-    return st.fixed_dictionaries({"jsonrpc": st.just(p.JSONRPC), "method": st.just(method), "params": params})
+    return record({"jsonrpc": constant(p.JSONRPC), "method": constant(method), "params": params})
 
 
 def client_methods(schema_source: SchemaSource | None = None) -> tuple[str, ...]:
@@ -196,7 +194,7 @@ def _complete_result(source: SchemaSource, method: str) -> st.SearchStrategy[dic
     if name is None:
         raise ValueError(f"{method!r} has no complete result in {source.name}")
     node = source.definition(name)
-    return source.compiler.object_strategy(node, overrides={"resultType": st.just(p.RESULT_COMPLETE)})
+    return source.compiler.object_strategy(node, overrides={"resultType": constant(p.RESULT_COMPLETE)})
 
 
 def valid_result(
@@ -227,10 +225,10 @@ def valid_response(
     request_id: int | str | None = None,
 ) -> st.SearchStrategy[dict[str, Any]]:
     """A JSON-RPC result response as a server would send it."""
-    ids = st.just(request_id) if request_id is not None else request_ids()
-    return st.fixed_dictionaries(
+    ids = constant(request_id) if request_id is not None else request_ids()
+    return record(
         {
-            "jsonrpc": st.just(p.JSONRPC),
+            "jsonrpc": constant(p.JSONRPC),
             "id": ids,
             "result": valid_result(method, result_type, schema_source=schema_source),
         }

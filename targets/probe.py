@@ -27,12 +27,13 @@ from targets import wire
 from targets.connect import Target
 from targets.connection import Connection, is_response_to
 from targets.http_driver import HttpConnection
+from targets.processes import SpawnError
+from targets.stdio_driver import StdioPool
 from targets.target_spec import TargetError, TargetSpec, parse_target
 from targets.transcript import Event, Transcript
 
 DEFAULT_PROBE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_PAGES: Final = 20
-DUAL_TIMEOUT: Final = 5.0  # a modern-only server may stay silent on initialize; do not wait long
 LISTS: Final = (("tools", "tools/list", "tools"), ("resources", "resources/list", "resources"),
                 ("prompts", "prompts/list", "prompts"))
 MODERN_ERRORS: Final = frozenset({wire.UNSUPPORTED_PROTOCOL_VERSION, wire.MISSING_CLIENT_CAPABILITY,
@@ -353,38 +354,52 @@ def probe(
     started = time.monotonic()
     result = ProbeResult(target=spec.text, transport=spec.transport)
     transcript = transcript if transcript is not None else spec.new_transcript()
-    with Target(spec, timeout=timeout, prestart=0, ready_timeout=max(timeout, 1.0)) as target:
+    # With the dual check on, a stdio target keeps one spare process starting in the background,
+    # so the fresh process the check needs has already booted when it is wanted.
+    prestart = 1 if check_dual else 0
+    with Target(spec, timeout=timeout, prestart=prestart, ready_timeout=max(timeout, 1.0)) as target:
         try:
             conn = target.connect(transcript)
         except TargetError as exc:
             raise ProbeFailure(str(exc)) from None
-        failure: str | None = None
+        retry_fresh = False
         with conn:
             prober = _Prober(conn, result, timeout, max_pages)
             if prober.try_modern():
                 result.era = "modern"
                 prober.modern_lists()
             elif conn.alive() or prober.http:
-                legacy = prober.initialize()
-                if legacy is None:
-                    prober._transport_failure_check()
-                    failure = "neither"
-                else:
-                    result.era = "legacy"
-                    result.detection = f"server/discover: {prober.discover_outcome}; initialize answered"
-                    prober.take_legacy(legacy)
-                    prober.legacy_lists()
-                    prober.end_legacy_session()
-            else:
-                failure = "died"
+                _legacy(prober)
+            if not result.era and not prober.http and not conn.alive():
+                # The process died after answering discover. A legacy server that exits on an
+                # unknown method still deserves its handshake, on a fresh process.
+                retry_fresh = any(e.kind == "recv" for e in transcript.events)
+        if retry_fresh:
+            with target.connect(transcript) as fresh:
+                fresh_prober = _Prober(fresh, result, timeout, max_pages)
+                fresh_prober.discover_outcome = prober.discover_outcome + ", then the process exited"
+                _legacy(fresh_prober)
         if result.era == "modern" and check_dual:
-            _check_dual(target, transcript, result, min(timeout, DUAL_TIMEOUT))
-        # The connection is closed: exit status and stderr are in the transcript now.
+            _check_dual(target, transcript, result, timeout)
+        # The connections are closed: exit status and stderr are in the transcript now.
         _stdout_problems(transcript, result)
-        if failure is not None or not result.era:
+        if not result.era:
             raise ProbeFailure(_explain(spec, transcript, timeout))
     result.elapsed_s = time.monotonic() - started
     return result
+
+
+def _legacy(prober: _Prober) -> None:
+    """The 2025-11-25 handshake, then the lists; leaves `era` empty when it fails."""
+    legacy = prober.initialize()
+    if legacy is None:
+        prober._transport_failure_check()
+        return
+    prober.result.era = "legacy"
+    prober.result.detection = f"server/discover: {prober.discover_outcome}; initialize answered"
+    prober.take_legacy(legacy)
+    prober.legacy_lists()
+    prober.end_legacy_session()
 
 
 def _check_dual(target: Target, transcript: Transcript, result: ProbeResult, timeout: float) -> None:
@@ -392,8 +407,9 @@ def _check_dual(target: Target, transcript: Transcript, result: ProbeResult, tim
     the first message a process sees (VER-05), so this needs a fresh process; over HTTP a new
     connection is enough."""
     try:
-        conn = target.connect(transcript)
-    except TargetError:
+        pool = target.pool
+        conn = pool.take(transcript, refill=False) if isinstance(pool, StdioPool) else target.connect(transcript)
+    except (TargetError, SpawnError):
         return
     with conn:
         prober = _Prober(conn, result, timeout, 1)

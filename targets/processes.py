@@ -144,10 +144,8 @@ class ManagedProcess:
                 if self.popen.returncode is not None:
                     self._status = self.popen.returncode
                 self._reaped = True
-                for pipe in (self.popen.stdout, self.popen.stderr):
-                    if pipe is not None:
-                        with contextlib.suppress(OSError):
-                            pipe.close()
+                # stdout stays open: its owner may still read what the group wrote before it
+                # died, and closing it here would let the fd number be reused under the reader.
                 _forget(self)
             return self._status if self._status is not None else -1
 
@@ -164,6 +162,13 @@ class ManagedProcess:
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline and group_members(self.pgid, exclude=self.pid):
                 time.sleep(_POLL_STEP * 4)
+
+    def close_pipes(self) -> None:
+        """Close our ends of stdin and stdout (after the reader is done with them)."""
+        for pipe in (self.popen.stdin, self.popen.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
     def close_log(self) -> None:
         with contextlib.suppress(OSError):

@@ -351,9 +351,7 @@ class StdioConnection(Connection):
             if tail:
                 self._record("stderr", proc=self.proc, raw=tail)
             self.process.close_log()
-            with contextlib.suppress(OSError):
-                if self.process.popen.stdout is not None:
-                    self.process.popen.stdout.close()
+            self.process.close_pipes()
 
     def kill(self) -> None:
         """SIGKILL the group now (a crash test's "the process died"), then close as usual."""
@@ -423,8 +421,9 @@ class StdioPool:
         self._closed = False
         self.taken = 0
 
-    def take(self, transcript: Transcript) -> StdioConnection:
-        """A connection to a fresh process; raises SpawnError when the command cannot start."""
+    def take(self, transcript: Transcript, *, refill: bool = True) -> StdioConnection:
+        """A connection to a fresh process; raises SpawnError when the command cannot start.
+        `refill=False` when this is the last one needed (no spare is started behind it)."""
         if self._closed:
             raise RuntimeError("StdioPool is closed")
         process = self._spares.popleft() if self._spares else spawn(self.argv, env=self.env)
@@ -432,7 +431,8 @@ class StdioPool:
         conn = StdioConnection(
             transcript, process, timeout=self.timeout, line_cap=self.line_cap, close_grace=self.close_grace
         )
-        self.fill()
+        if refill:
+            self.fill()
         return conn
 
     def fill(self) -> None:
@@ -449,6 +449,7 @@ class StdioPool:
             process = self._spares.popleft()
             process.reap(grace=0.5, term_grace=0.5)
             process.close_log()
+            process.close_pipes()
 
     def __enter__(self) -> StdioPool:
         self.fill()

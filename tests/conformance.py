@@ -32,7 +32,12 @@ SPEC_VERSION = "2026-07-28"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 # The scenarios the Foundation issue relies on; the suite has many more (`conformance list`).
-FOUNDATION_SCENARIOS = ("server-stateless", "caching", "dns-rebinding-protection", "sep-2164-resource-not-found")
+FOUNDATION_SCENARIOS = (
+    "server-stateless",
+    "caching",
+    "dns-rebinding-protection",
+    "sep-2164-resource-not-found",
+)
 
 
 class ConformanceUnavailable(RuntimeError):
@@ -109,13 +114,17 @@ def _read_checks(out_dir: Path) -> tuple[Check, ...]:
 
 
 def _summary(scenario: str, passed: bool, exit_code: int | None, checks: tuple[Check, ...]) -> str:
-    counts = {s: sum(1 for c in checks if c.status == s) for s in ("SUCCESS", "FAILURE", "WARNING", "SKIPPED")}
+    counts = {
+        s: sum(1 for c in checks if c.status == s) for s in ("SUCCESS", "FAILURE", "WARNING", "SKIPPED")
+    }
     head = (
         f"{scenario}: {'PASS' if passed else 'FAIL'} (exit {exit_code}, {len(checks)} checks: "
         f"{counts['SUCCESS']} ok, {counts['FAILURE']} failed, {counts['WARNING']} warnings, "
         f"{counts['SKIPPED']} skipped)"
     )
-    lines = [head] + [f"  {c.status} {c.id}: {c.message}" for c in checks if c.status in ("FAILURE", "WARNING")]
+    lines = [head] + [
+        f"  {c.status} {c.id}: {c.message}" for c in checks if c.status in ("FAILURE", "WARNING")
+    ]
     return "\n".join(lines)
 
 

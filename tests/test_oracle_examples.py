@@ -16,11 +16,11 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import require_spec_dir
 
 from fuzz.oracle import judge
 from fuzz.oracle.craft import Crafter
 from targets import wire
-from conftest import require_spec_dir
 
 RESULT_METHOD = {
     "DiscoverResult": "server/discover",

@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import orjson
 import pytest
+from servers.catalog import EVERYTHING, SDK, ServerSpec, node_binary, npm_packages_installed
 
 from targets import wire
 from targets.connect import Target
@@ -23,8 +22,6 @@ from targets.target_spec import default_target, parse_target
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
-SERVERS = ROOT / "tests" / "servers"
-EVERYTHING = SERVERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 SUMMARY = re.compile(r"^probe: (modern|legacy|dual) [0-9-]+(?: \+ [0-9-]+)?, (no tools|\d+\+? tools?), "
                      r"(no resources|\d+\+? resources?), (no prompts|\d+\+? prompts?)$")
 
@@ -53,8 +50,10 @@ FAKE = textwrap.dedent(
                      "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "9"}}})
             elif method == "tools/list" and initialized:
                 out({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS[:2]}})
-            elif mode == "legacy-error":
+            elif mode in ("legacy-error", "legacy-exit"):
                 out({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "not initialized"}})
+                if mode == "legacy-exit":
+                    sys.exit(1)
             continue
         if mode == "versions" and version != "2027-01-01":
             out({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "unsupported",
@@ -170,7 +169,7 @@ def test_unsupported_version_error_means_modern_and_retries(capsys: pytest.Captu
     assert report["counts"]["tools"] == 7  # listed with the version the server asked for
 
 
-@pytest.mark.parametrize("mode, timeout", [("legacy-error", "10"), ("legacy-silent", "1")])
+@pytest.mark.parametrize("mode, timeout", [("legacy-error", "10"), ("legacy-silent", "1"), ("legacy-exit", "10")])
 def test_legacy_fallback_is_not_keyed_to_one_error(
     capsys: pytest.CaptureFixture[str], mode: str, timeout: str
 ) -> None:
@@ -180,8 +179,12 @@ def test_legacy_fallback_is_not_keyed_to_one_error(
     assert report["era"] == "legacy"
     assert report["versions"] == ["2025-11-25"] and report["serverInfo"] == {"name": "old", "version": "9"}
     assert report["counts"] == {"tools": 2, "resources": None, "prompts": None}
-    expected = "error -32000" if mode == "legacy-error" else "no reply within 1 s"
-    assert expected in report["detection"]
+    expected = {
+        "legacy-error": "server/discover: error -32000",
+        "legacy-silent": "server/discover: no reply within 1 s",
+        "legacy-exit": "server/discover: error -32000 'not initialized', then the process exited",
+    }[mode]
+    assert report["detection"].startswith(expected), report["detection"]
 
 
 def test_banner_then_answers_is_probed_with_a_stdio_03_problem(capsys: pytest.CaptureFixture[str]) -> None:
@@ -212,33 +215,22 @@ def _require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-def _node() -> str:
-    _require(EVERYTHING.is_file(), "server-everything is not installed in tests/servers/node_modules")
-    out = subprocess.run(["bash", str(ROOT / ".ci" / "install-servers.sh"), "--print-node"],
-                         capture_output=True, text=True, timeout=60)
-    node = out.stdout.strip()
-    _require(out.returncode == 0 and bool(node) and shutil.which(node) is not None, "no Node >= 22 found")
-    return node
-
-
-def _sdk() -> Path:
-    script = SERVERS / "sdk_server.py"
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        _require(False, "the Python SDK (mcp==2.3.0) is not installed")
-    _require(script.is_file(), "tests/servers/sdk_server.py is missing")
-    return script
+def _target(server: ServerSpec, transport: str) -> str:
+    if server.runtime == "node":
+        _require(npm_packages_installed(), f"{server.name} is not installed in tests/servers/node_modules")
+        _require(node_binary() is not None, "no Node >= 22 found")
+    else:
+        try:
+            import mcp  # noqa: F401
+        except ImportError:
+            _require(False, "the Python SDK (mcp==2.3.0) is not installed")
+    return server.stdio_target() if transport == "stdio" else server.http_spawn_target()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_python_sdk_server_is_modern(capsys: pytest.CaptureFixture[str], transport: str) -> None:
-    script = _sdk()
-    if transport == "stdio":
-        target = f"stdio:{PY} {script} --transport stdio"
-    else:
-        target = f"http+spawn:{PY} {script} --transport http --port {{port}}"
+    target = _target(SDK, transport)
     code, out, err = run_probe(capsys, "--target", target, "--json", "--timeout", "20")
     assert code == 0, err
     report = orjson.loads(out)
@@ -255,11 +247,7 @@ def test_python_sdk_server_is_modern(capsys: pytest.CaptureFixture[str], transpo
 @pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_server_everything_is_legacy(capsys: pytest.CaptureFixture[str], transport: str) -> None:
-    node = _node()
-    if transport == "stdio":
-        target = f"stdio:{node} {EVERYTHING} stdio"
-    else:
-        target = f"http+spawn:env PORT={{port}} {node} {EVERYTHING} streamableHttp"
+    target = _target(EVERYTHING, transport)
     code, out, err = run_probe(capsys, "--target", target, "--json", "--timeout", "20")
     assert code == 0, err
     report = orjson.loads(out)

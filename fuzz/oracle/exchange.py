@@ -60,6 +60,7 @@ class Exchange:
     orphans: list[tuple[int, OrphanReason]] = field(default_factory=list)
     supported_versions: frozenset[str] | None = None  # union over discover results seen
     server_capabilities: dict[str, Any] | None = None  # union of keys over discover results seen
+    memo: dict[str, Any] = field(default_factory=dict)  # per-exchange cache shared by the rules
 
     @property
     def transport(self) -> str:
@@ -88,6 +89,18 @@ class Exchange:
                 return headers
         return None
 
+    def died_unasked(self, proc: int, after: int) -> Event | None:
+        """The `exit` of `proc` after event `after` when the process ended on its own, before the
+        harness closed its stdin or stopped it; None otherwise (STDIO-10 lets a server exit on EOF)."""
+        for event in self.events[after + 1 :]:
+            if event.proc != proc:
+                continue
+            if _harness_ended(event):
+                return None
+            if event.kind == "exit":
+                return event if event.note.startswith("exited by itself") else None
+        return None
+
     def advertised(self, capability: str) -> bool | None:
         """Whether the server advertised a capability in some DiscoverResult seen; None = unknown."""
         if self.server_capabilities is None:
@@ -95,17 +108,28 @@ class Exchange:
         return capability in self.server_capabilities
 
 
+def _harness_ended(event: Event) -> bool:
+    """An event recording that the harness itself closed the server's stdin (a driver that
+    records `close_stdin` says so in the note), after which exiting is the server's right."""
+    note = event.note.lower()
+    return event.kind != "exit" and "stdin" in note and "close" in note
+
+
 def build_exchange(
     transcript: Transcript,
     *,
     era: Era = "modern",
     expectations: Mapping[int, Expectation] | None = None,
+    discover: Mapping[str, Any] | None = None,
 ) -> Exchange:
+    """Classify and pair everything once. `discover` is a DiscoverResult the caller already has
+    (the era probe's): its supportedVersions and capabilities count as if seen in the transcript."""
     x = Exchange(transcript, era, dict(expectations or {}))
     events = transcript.events
     for i, event in enumerate(events):
         if event.kind == "send":
-            pair = Pair(i, event, classify_sent(event.message, event.raw))
+            sent = classify_sent(event.message, event.raw, line_framed=transcript.transport == "stdio")
+            pair = Pair(i, event, sent)
             x.sent[i] = pair.sent
             x.pairs.append(pair)
             x.pair_at[i] = pair
@@ -115,7 +139,7 @@ def build_exchange(
         _pair_http(x)
     else:
         _pair_stdio(x)
-    _learn_discover(x)
+    _learn_discover(x, discover)
     return x
 
 
@@ -155,11 +179,18 @@ def _pair_stdio(x: Exchange) -> None:
             elif not sent.id_readable or not sent.envelope_ok:
                 # A frame whose id is unreadable, or readable in a broken envelope (RPC-07 lets
                 # the server answer those without the id), or a response the client should not
-                # have sent (STDIO-04): each may draw an error without an id.
-                state.unreadable.append(i)
+                # have sent (STDIO-04): each may draw an error without an id, one per line the
+                # server sees (a raw newline inside the frame makes it two lines, two errors).
+                state.unreadable.extend([i] * _lines_in(event.raw))
         elif event.kind == "recv" and x.said[i].is_response:
             state = procs.setdefault(event.proc, _ProcState())
             _attribute(x, state, i, x.said[i])
+
+
+def _lines_in(raw: bytes | None) -> int:
+    if not raw:
+        return 1
+    return max(1, sum(1 for line in raw.split(b"\n") if line.strip()))
 
 
 def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
@@ -178,6 +209,10 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
             state.unreadable.remove(send_index)
         if send_index in state.notifications:
             state.notifications.remove(send_index)
+        if sent.kind == "request" and sent.id_readable:
+            # The server has answered a request sent after these notifications: a reply to one
+            # of them now would be a late reply to something else, not evidence of RPC-10.
+            state.notifications[:] = [n for n in state.notifications if n > send_index]
 
     if said.has_id:
         queue = state.by_id.get(id_key(said.id))
@@ -197,24 +232,25 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
     x.orphans.append((recv, reason))
 
 
-def _learn_discover(x: Exchange) -> None:
+def _learn_discover(x: Exchange, given: Mapping[str, Any] | None) -> None:
     versions: set[str] = set()
     caps: dict[str, Any] = {}
     seen = False
+    results: list[Any] = [given] if given is not None else []
     for pair in x.pairs:
         if pair.method != "server/discover" or pair.sent.legacy:
             continue
-        for _, said in x.answers(pair):
-            result = said.result
-            if not isinstance(result, dict) or result.get("resultType", "complete") != "complete":
-                continue
-            sv = result.get("supportedVersions")
-            cp = result.get("capabilities")
-            if isinstance(sv, list) and isinstance(cp, dict):
-                seen = True
-                versions.update(v for v in sv if isinstance(v, str))
-                for key, value in cp.items():
-                    caps.setdefault(key, value)
+        results.extend(said.result for _, said in x.answers(pair))
+    for result in results:
+        if not isinstance(result, Mapping) or result.get("resultType", "complete") != "complete":
+            continue
+        sv = result.get("supportedVersions")
+        cp = result.get("capabilities")
+        if isinstance(sv, list) and isinstance(cp, Mapping):
+            seen = True
+            versions.update(v for v in sv if isinstance(v, str))
+            for key, value in cp.items():
+                caps.setdefault(key, value)
     if seen:
         x.supported_versions = frozenset(versions)
         x.server_capabilities = caps

@@ -141,23 +141,24 @@ def _sentinel_failure(x: Exchange, sentinel: Pair) -> str | None:
                 return None
             return f"server/discover after it failed with {said.code}"
         return None
-    following = x.events[sentinel.index + 1 :]
-    for event in following:
-        if event.proc != sentinel.proc:
-            continue
-        if event.kind == "exit" and event.note.startswith("exited by itself"):
-            return f"the server exited (status {event.status}) and never answered the next request"
-        if event.kind == "closed":
-            return "the server closed its output and never answered the next request"
-        if event.kind == "timeout":
-            return f"the next request was not answered ({event.note or 'timeout'})"
-        if event.kind == "error" and (x.transport == "stdio" or event.ref == sentinel.index):
-            return f"the next request could not be delivered ({event.note})"
     if x.transport == "http":
         for i in sentinel.http:
             event = x.events[i]
             if event.kind in ("timeout", "error"):
                 return f"the next request failed: {event.note or event.kind}"
+        return None
+    died = x.died_unasked(sentinel.proc, sentinel.index)
+    if died is not None:
+        return f"the server exited (status {died.status}) and never answered the next request"
+    for event in x.events[sentinel.index + 1 :]:
+        if event.proc != sentinel.proc:
+            continue
+        if event.kind == "closed":
+            return "the server closed its output and never answered the next request"
+        if event.kind == "timeout" and event.note.endswith(f"id {sentinel.sent.id!r}"):
+            return f"the next request was not answered ({event.note})"
+        if event.kind == "error" and "broken pipe" in event.note:
+            return f"the next request could not be delivered ({event.note})"
     return None
 
 
@@ -193,14 +194,11 @@ def expect_liveness(x: Exchange) -> list[Violation]:
 
 def _death_without_sentinel(x: Exchange, pair: Pair) -> str | None:
     """No valid request followed the probe; an exit on its own before any other frame still tells."""
-    for j in range(pair.index + 1, len(x.events)):
-        event = x.events[j]
-        if event.proc != pair.proc:
-            continue
-        if event.kind == "send" and j not in x.expectations:
+    died = x.died_unasked(pair.proc, pair.index)
+    if died is None:
+        return None
+    end = next((j for j, e in enumerate(x.events) if e is died), len(x.events))
+    for j in range(pair.index + 1, end):
+        if x.events[j].kind == "send" and x.events[j].proc == pair.proc and j not in x.expectations:
             return None  # something else was sent first: the death is not clearly this probe's
-        if event.kind == "exit":
-            if event.note.startswith("exited by itself"):
-                return f"the server exited by itself (status {event.status})"
-            return None
-    return None
+    return f"the server exited by itself (status {died.status})"

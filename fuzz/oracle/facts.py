@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 from targets import wire
 
-FrameKind = Literal["request", "notification", "response", "invalid", "unparseable", "batch", "empty"]
+FrameKind = Literal["request", "notification", "response", "invalid", "unparseable", "batch", "empty", "split"]
 ServerKind = Literal["result", "error", "notification", "request", "invalid"]
 
 MODERN_METHODS: Final = frozenset({
@@ -119,9 +119,16 @@ class Sent:
         )
 
 
-def classify_sent(message: Any, raw: bytes | None = None) -> Sent:
-    """Classify a sent frame; `message` is None when the bytes were not one JSON value."""
+def classify_sent(message: Any, raw: bytes | None = None, *, line_framed: bool = False) -> Sent:
+    """Classify a sent frame; `message` is None when the bytes were not one JSON value.
+
+    With `line_framed` (stdio), a frame whose bytes hold a newline before their end is what the
+    server sees: several lines, none of them this message (a raw newline is JSON whitespace, so
+    the bytes may still parse as a whole).
+    """
     kind: FrameKind
+    if line_framed and raw is not None and b"\n" in raw.rstrip(b"\r\n"):
+        return Sent("split", message, None, False, None, False, None, None, _ABSENT, _ABSENT)
     if message is None:
         # Not one JSON value (or the JSON literal null, which is no message either).
         kind = "empty" if raw is not None and not raw.strip() else "unparseable"

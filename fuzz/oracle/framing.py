@@ -84,12 +84,10 @@ def _unanswered(x: Exchange, pair: Pair) -> str | None:
     in_flight = [p for p in x.pairs if p.proc == pair.proc and p.sent.has_id and same_id_value(p.sent.id, pair.sent.id)]
     if len(in_flight) > 1:
         return None  # the harness reused the id (RPC-05 probe): which frame was answered is unknowable
+    if x.died_unasked(pair.proc, pair.index) is not None:
+        return "the process exited by itself before answering"
     for event in x.events[pair.index + 1 :]:
-        if event.proc != pair.proc:
-            continue
-        if event.kind == "exit" and event.note.startswith("exited by itself"):
-            return "the process exited by itself before answering"
-        if event.kind == "timeout" and event.note.endswith(f"id {pair.sent.id!r}"):
+        if event.proc == pair.proc and event.kind == "timeout" and event.note.endswith(f"id {pair.sent.id!r}"):
             return f"no response before the deadline ({event.note})"
     return None
 
@@ -109,7 +107,9 @@ def rpc_06(x: Exchange) -> list[Violation]:
             if not isinstance(said.result, dict):
                 out.append(Violation("RPC-06", "MUST", "result is not an object",
                                      f"result is {describe(said.result)}", pair.method, i))
-            if not said.has_id or not same_id_value(said.id, pair.sent.id) or said.id is None:
+            if not (said.has_id and pair.sent.has_id and same_id_value(said.id, pair.sent.id)):
+                # (a null id echoed for a null-id request carries "the same id": the request,
+                # not the reply, broke RPC-04, and an expectation judges the reaction)
                 if pair.sent.kind == "notification":
                     continue  # RPC-10 reports replies to notifications
                 got = describe(said.id) if said.has_id else "no id"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from fuzz.oracle import errors, expect, framing, http, meta, mrtr, results, stdio  # noqa: F401  (registers rules)
+from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
 from fuzz.oracle.exchange import build_exchange
 from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
 from targets.transcript import Event, Transcript
@@ -50,15 +50,18 @@ def judge(
     era: Era = "modern",
     expectations: Mapping[int, Expectation] | None = None,
     rules: Iterable[str] | None = None,
+    discover: Mapping[str, Any] | None = None,
 ) -> list[Violation]:
     """Every violation in `transcript` of the rules that hold in `era`.
 
     `expectations` maps a send event's index to what the caller knows the server must do with
-    that frame (see `Expectation`); `rules` restricts the run to some rule ids. A legacy-era run
-    never reports a modern-only rule.
+    that frame (see `Expectation`); `rules` restricts the run to some rule ids; `discover` is
+    the server's DiscoverResult when the caller has it (the probe's), which sharpens the rules
+    that depend on advertised capabilities and versions (META-04, META-06, DISC-07/08). A
+    legacy-era run never reports a modern-only rule.
     """
     selected = _select(era, rules)
-    x = build_exchange(transcript, era=era, expectations=expectations)
+    x = build_exchange(transcript, era=era, expectations=expectations, discover=discover)
     found: list[Violation] = []
     for r in selected:
         found.extend(r.check(x))
@@ -74,12 +77,16 @@ def judge_response(
     request_headers: Mapping[str, str] | None = None,
     raw: bytes | None = None,
     era: Era = "modern",
+    discover: Mapping[str, Any] | None = None,
+    rules: Iterable[str] | None = None,
 ) -> list[Violation]:
     """Judge one request and its one response without a transcript: the Locust fast path.
 
-    Runs only the pair-scoped rules. HTTP is assumed when a status or response headers are
-    given. `response=None` means the body carried no JSON-RPC message (a 202, an empty 4xx).
-    Header rules (HDR-01..03) need `request_headers`; without them they stay silent.
+    Runs only the pair-scoped rules (or those of them named in `rules`). HTTP is assumed when
+    a status or response headers are given. `response=None` means the body carried no JSON-RPC
+    message (a 202, an empty 4xx). Header rules (HDR-01..03) need `request_headers`; without
+    them they stay silent. Cost: ~0.5 ms, plus ~1-2 ms when RT-06 validates a result schema
+    (leave "RT-06" out of `rules` to skip it on hot paths).
     """
     transport = "http" if http_status is not None or headers is not None else "stdio"
     resp_headers = dict(headers) if headers is not None else None
@@ -89,8 +96,12 @@ def judge_response(
     else:
         answer = Event("recv", 0.0, message=response, raw=raw, status=http_status, headers=resp_headers, ref=0)
     transcript = Transcript("judge_response", transport, [sent, answer])
-    x = build_exchange(transcript, era=era)
+    x = build_exchange(transcript, era=era, discover=discover)
+    selected = rules_for(era, "pair")
+    if rules is not None:
+        chosen = {r.id for r in _select(era, rules)}
+        selected = tuple(r for r in selected if r.id in chosen)
     found: list[Violation] = []
-    for r in rules_for(era, "pair"):
+    for r in selected:
         found.extend(r.check(x))
     return _finish(found)

@@ -1,4 +1,4 @@
-"""DIGEST sections 3, 4, 9: resultType, result schemas, caching hints, discover (RT-*, CACHE-*, DISC-*, list stability).
+"""DIGEST sections 3, 4, 9.6: resultType, result schemas, caching hints, discover (RT-*, CACHE-*, DISC-*).
 
 Every rule here judges only results of requests that carried a modern protocolVersion: a result
 to a legacy-version request has no resultType by design (RT-05), and a JSON-RPC error is not a
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any, Final
-
-import orjson
 
 from fuzz.oracle.exchange import Exchange, Pair
 from fuzz.oracle.facts import METHOD_CAPABILITY, Said, describe, is_integer
@@ -30,14 +28,19 @@ _OWNED_REQUIRED: Final = ("'resultType'", "'ttlMs'", "'cacheScope'")
 _OWNED_PATHS: Final = frozenset({"resultType", "ttlMs", "cacheScope"})
 
 
-def modern_results(x: Exchange) -> Iterator[tuple[Pair, int, Said, dict[str, Any]]]:
+def modern_results(x: Exchange) -> list[tuple[Pair, int, Said, dict[str, Any]]]:
     """(pair, recv index, said, result) for every object result of a modern-version request."""
-    for pair in x.pairs:
-        if pair.sent.kind != "request" or not pair.sent.modern:
-            continue
-        for i, said in x.answers(pair):
-            if said.kind == "result" and isinstance(said.result, dict):
-                yield pair, i, said, said.result
+    found = x.memo.get("modern_results")
+    if found is None:
+        found = [
+            (pair, i, said, said.result)
+            for pair in x.pairs
+            if pair.sent.kind == "request" and pair.sent.modern
+            for i, said in x.answers(pair)
+            if said.kind == "result" and isinstance(said.result, dict)
+        ]
+        x.memo["modern_results"] = found
+    return found
 
 
 @rule("RT-01", "MUST", "every result of a modern request has a resultType string")
@@ -100,7 +103,7 @@ def rt_06(x: Exchange) -> list[Violation]:
     return out
 
 
-def _cacheable_complete(x: Exchange) -> Iterator[tuple[Pair, int, dict[str, Any]]]:
+def cacheable_complete(x: Exchange) -> Iterator[tuple[Pair, int, dict[str, Any]]]:
     for pair, i, _, result in modern_results(x):
         if pair.method in wire.CACHEABLE_METHODS and result.get("resultType", "complete") == "complete":
             yield pair, i, result
@@ -109,7 +112,7 @@ def _cacheable_complete(x: Exchange) -> Iterator[tuple[Pair, int, dict[str, Any]
 @rule("CACHE-01", "MUST", "complete results of cacheable methods carry ttlMs and cacheScope")
 def cache_01(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
-    for pair, i, result in _cacheable_complete(x):
+    for pair, i, result in cacheable_complete(x):
         if pair.method in CACHING_OPTIONAL_BY_EXAMPLE:
             continue
         missing = [k for k in ("ttlMs", "cacheScope") if k not in result]
@@ -122,7 +125,7 @@ def cache_01(x: Exchange) -> list[Violation]:
 @rule("CACHE-02", "MUST", "ttlMs is an integer >= 0")
 def cache_02(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
-    for pair, i, result in _cacheable_complete(x):
+    for pair, i, result in cacheable_complete(x):
         if "ttlMs" in result:
             ttl = result["ttlMs"]
             if not is_integer(ttl) or ttl < 0:
@@ -134,7 +137,7 @@ def cache_02(x: Exchange) -> list[Violation]:
 @rule("CACHE-03", "MUST", 'cacheScope is "public" or "private"')
 def cache_03(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
-    for pair, i, result in _cacheable_complete(x):
+    for pair, i, result in cacheable_complete(x):
         if "cacheScope" in result and result["cacheScope"] not in ("public", "private"):
             out.append(Violation("CACHE-03", "MUST", "cacheScope is not public or private",
                                  f"cacheScope is {describe(result['cacheScope'])}", pair.method, i))
@@ -145,7 +148,7 @@ def cache_03(x: Exchange) -> list[Violation]:
 def cache_04(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     scope_after: dict[tuple[str, str], Any] = {}  # (method, cursor it handed out) -> that page's scope
-    for pair, i, result in _cacheable_complete(x):
+    for pair, i, result in cacheable_complete(x):
         if pair.method not in LIST_METHODS:
             continue
         scope = result.get("cacheScope")
@@ -206,40 +209,3 @@ def disc_07(x: Exchange) -> list[Violation]:
                 out.append(Violation("DISC-07", "MUST", f"{pair.method} answered -32601 though {capability!r} is advertised",
                                      "a method of an advertised capability exists", pair.method, i))
     return out
-
-
-_LIST_KEYS: Final = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name")}
-
-
-def _list_stability(x: Exchange, method: str, rule_id: str) -> list[Violation]:
-    seen: dict[Any, tuple[frozenset[str], int]] = {}
-    out: list[Violation] = []
-    field, key = _LIST_KEYS[method]
-    for pair, i, result in _cacheable_complete(x):
-        if pair.method != method or not isinstance(result.get(field), list):
-            continue
-        cursor = pair.sent.params.get("cursor") if pair.sent.params else None
-        names = frozenset(str(item.get(key)) for item in result[field] if isinstance(item, dict))
-        # The list MAY depend on what this request declared (a server may hide tools that need a
-        # capability the client lacks), so only requests declaring the same thing are compared.
-        token = (describe(cursor), orjson.dumps(pair.sent.capabilities, option=orjson.OPT_SORT_KEYS))
-        if token in seen and seen[token][0] != names:
-            before = seen[token][0]
-            diff = sorted(before ^ names)[:5]
-            out.append(Violation(rule_id, "HEURISTIC", f"{method} result changed within one run",
-                                 f"differs from event {seen[token][1]} in {diff}", method, i))
-            continue
-        seen.setdefault(token, (names, i))
-    return out
-
-
-@rule("TOOL-02", "HEURISTIC", "tools/list does not vary per connection or as a side effect of other requests",
-      scope="transcript")
-def tool_02(x: Exchange) -> list[Violation]:
-    return _list_stability(x, "tools/list", "TOOL-02")
-
-
-@rule("PR-01", "HEURISTIC", "prompts/list does not vary per connection or as a side effect of other requests",
-      scope="transcript")
-def pr_01(x: Exchange) -> list[Violation]:
-    return _list_stability(x, "prompts/list", "PR-01")

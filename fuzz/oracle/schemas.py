@@ -130,3 +130,14 @@ def _fallback_type_schema(name: str) -> dict[str, Any] | None:
     if model is None:
         return None
     return TypeAdapter(model).json_schema(by_alias=True, mode="validation")
+
+
+def warm_up() -> None:
+    """Build the schema source and compile every result validator now (a few seconds, once per
+    process), so that the first judged response does not pay for it: call it from a Locust
+    user's `on_start` or before a timed run."""
+    for method in COMPLETE_RESULT_TYPES:
+        for result_type in ("complete", "input_required"):
+            result_validator(method, result_type)
+    for name in INPUT_REQUEST_TYPES.values():
+        type_validator(name)

@@ -255,6 +255,10 @@ class HttpSpawnEndpoint(Endpoint):
             pool = self._take_instance()
         return self._connect(transcript, pool)
 
+    def is_alive(self, conn: Connection) -> bool:
+        pool = self._owner.get(id(conn))
+        return pool.alive() if pool is not None else True
+
     def retire(self, conn: Connection, *, reusable: bool) -> None:
         pool = self._owner.pop(id(conn), None)
         conn.close()
@@ -309,6 +313,9 @@ class HttpUrlEndpoint(Endpoint):
 
     def fresh(self, transcript: Transcript) -> Connection:
         return _PinnedHttp(transcript, self.spec.url, next_proc(transcript), timeout=self.timeout)
+
+    def is_alive(self, conn: Connection) -> bool:
+        return True  # not ours to watch; a dead endpoint shows as refused connections
 
     def close(self) -> None:
         pass

@@ -55,6 +55,10 @@ class Endpoint(ABC):
         """Done with `conn` for this example; keep it warm if allowed and alive, else end it."""
         conn.close()
 
+    def is_alive(self, conn: Connection) -> bool:
+        """Whether the process behind `conn` can still answer (cheap: no request is sent)."""
+        return conn.alive()
+
     def prepare(self, fresh_per_example: int) -> None:  # noqa: B027 - optional hook
         """Tell the pool how many fresh processes one example uses, so it keeps that many ready."""
 
@@ -79,6 +83,8 @@ class Run:
     proc_of: dict[int, int] = field(default_factory=dict)  # logical proc -> transcript proc
     reused: set[int] = field(default_factory=set)  # logical procs that were warm processes
     frames: dict[int, Any] = field(default_factory=dict)  # step -> the frame actually sent
+    dead: set[int] = field(default_factory=set)  # logical procs whose process ended mid-case
+    own: set[Any] = field(default_factory=set)  # the property's own violations (set by judging)
     run_values: dict[str, Any] = field(default_factory=lambda: {"nonce": uuid.uuid4().hex[:12]})
 
     def response(self, step: int) -> Any:
@@ -184,6 +190,10 @@ def _play_batch(
     ready: list[tuple[int, Any]] = []
     for k in indices:
         step = steps[k]
+        if step.proc in run.dead:
+            # Everything after a process died would only repeat "no answer": the death is the finding.
+            run.skipped[k] = "the process had ended"
+            continue
         try:
             frame = build_frame(step, {**run.responses, RUN_SOURCE: run.run_values})
         except BindingError as exc:
@@ -213,6 +223,8 @@ def _play_batch(
         if step.wait != "response":
             continue
         _collect_response(run, conn, k, step, timeout=step.timeout or timeout)
+    if not endpoint.is_alive(conn):
+        run.dead.add(steps[ready[0][0]].proc)
 
 
 def _headers_for(step: Step, frame: Any) -> dict[str, str] | None:

@@ -29,6 +29,7 @@ def _oracle_era(era: str) -> str:
 def judge_run(prop: Property, run: Run, ctx: Context) -> list[Violation]:
     """Every violation of the run: the property's own first (it is what the property is for)."""
     own = list(prop.check(run, ctx))
+    run.own = set(own)
     seen = {(v.rule, v.event_index) for v in own}
     rest = [v for v in oracle_judge(run, ctx) if (v.rule, v.event_index) not in seen]
     rest.sort(key=lambda v: strength_rank(v.strength))
@@ -49,7 +50,11 @@ def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
     mutation = None
     if step is not None:
         s = run.case.steps[step]
-        mutation = s.mutation
+        # A mutation explains a violation of the rule it probes, or of the property's own
+        # check; an unrelated rule broken on the same frame belongs to no mutation.
+        probed = s.expect.get("rule") if isinstance(s.expect, dict) else getattr(s.expect, "rule", None)
+        if s.mutation is not None and (v in run.own or probed == v.rule):
+            mutation = s.mutation
         if method is None:
             frame = run.frames.get(step)
             if isinstance(frame, dict) and isinstance(frame.get("method"), str):

@@ -19,6 +19,7 @@ requestState is sealed by the SDK boundary under a per-process key unless --stat
 Usage:
   python fastmcp_server.py [--transport stdio|http] [--host 127.0.0.1] [--port 8000]
                            [--path /mcp] [--json-response] [--state-key KEY]
+                           [--host-origin-protection off|auto]
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ import os
 import sys
 
 import mcp_types
+from fastmcp import Context, FastMCP
+from mcp.server.request_state import RequestStateSecurity
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     ClientCapabilities,
     ElicitationCapability,
@@ -39,16 +43,14 @@ from mcp_types import (
     MissingRequiredClientCapabilityErrorData,
 )
 
-from fastmcp import Context, FastMCP
-from mcp.server.request_state import RequestStateSecurity
-from mcp.shared.exceptions import MCPError
-
 SERVER_NAME = "gauntlet-fastmcp-calendar"
 STATE_KEY_ENV = "MCP_GAUNTLET_STATE_KEY"
 ASK_KEY = "when"
 WHEN_SCHEMA = {
     "type": "object",
-    "properties": {"startsAt": {"type": "string", "description": "Start time, ISO 8601 (e.g. 2026-08-03T09:00)"}},
+    "properties": {
+        "startsAt": {"type": "string", "description": "Start time, ISO 8601 (e.g. 2026-08-03T09:00)"}
+    },
     "required": ["startsAt"],
 }
 
@@ -93,7 +95,9 @@ def build_server(state_key: str | None) -> FastMCP:
         if start is None:
             _require_form_elicitation(ctx)
             ask = ElicitRequest(
-                params=ElicitRequestFormParams(message="When does the event start?", requested_schema=WHEN_SCHEMA)
+                params=ElicitRequestFormParams(
+                    message="When does the event start?", requested_schema=WHEN_SCHEMA
+                )
             )
             return InputRequiredResult(input_requests={ASK_KEY: ask}, request_state=f"title={title}")
         return f"created {title!r} at {start}"
@@ -121,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", default="/mcp")
     parser.add_argument("--json-response", action="store_true", help="answer application/json, never SSE")
     parser.add_argument("--state-key", default=os.environ.get(STATE_KEY_ENV), help="shared requestState key")
+    parser.add_argument(
+        "--host-origin-protection",
+        choices=["off", "auto"],
+        default="off",
+        help="fastmcp's Host/Origin guard; off is fastmcp 4's default (answers any Origin)",
+    )
     args = parser.parse_args(argv)
     if args.state_key is not None and len(args.state_key.encode()) < 32:
         print("error: --state-key must be at least 32 bytes", file=sys.stderr)
@@ -137,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             path=args.path,
             stateless_http=True,
             json_response=args.json_response,
+            host_origin_protection=False if args.host_origin_protection == "off" else "auto",
             log_level="WARNING",
         )
     return 0

@@ -29,11 +29,10 @@ import os
 import sys
 from typing import Annotated
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.request_state import RequestStateSecurity
+from pydantic import BaseModel, Field
 
 SERVER_NAME = "gauntlet-sdk-calendar"
 STATE_KEY_ENV = "MCP_GAUNTLET_STATE_KEY"

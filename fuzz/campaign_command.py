@@ -1,0 +1,222 @@
+"""`mcp-gauntlet fuzz`: parse the command line, run a campaign, write its files, say what happened.
+
+Exit status (a promise, see CLI.md): 0 no findings, 1 findings, 2 usage error or unusable target;
+130 when interrupted before anything was found. The last stdout line is always the summary
+`fuzz: N examples, P properties, F findings`, also after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import secrets
+import signal
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
+
+PROPERTY_NAMES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
+DEFAULT_DATABASE = os.path.join(".hypothesis", "mcp-gauntlet")
+
+
+class UsageError(Exception):
+    """Bad command line; the message is one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="mcp-gauntlet fuzz",
+        description="Run a property-based fuzz campaign against an MCP 2026-07-28 server.",
+        epilog="Exit status: 0 no findings, 1 findings, 2 usage error or unusable target.",
+    )
+    p.add_argument("--target", help="stdio:<command>, http://127.0.0.1:PORT/PATH or http+spawn:<command with {port}> "
+                                    "(default: the built-in reference server over stdio and HTTP)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--max-examples", type=int, metavar="N",
+                        help="examples for the whole campaign, split across properties and transports (default 200)")
+    budget.add_argument("--duration", type=float, metavar="SECONDS",
+                        help="wall-time budget for the whole campaign instead of an example count")
+    p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default ./gauntlet-out/fuzz-<timestamp>/)")
+    p.add_argument("--properties", metavar="P,...",
+                   help=f"comma-separated subset of: {', '.join(PROPERTY_NAMES)} (default: all)")
+    p.add_argument("--database", metavar="DIR|redis://...",
+                   help=f"Hypothesis example database, shared between runs and workers (default {DEFAULT_DATABASE})")
+    p.add_argument("--no-database", action="store_true", help="do not read or write an example database")
+    p.add_argument("--workers", type=int, default=1, metavar="K", help="worker processes (default 1)")
+    p.add_argument("--transports", metavar="stdio,http",
+                   help="with the built-in target: which transports to fuzz (default both)")
+    p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="how long to wait for each answer (default 5)")
+    p.add_argument("--shrink-time", type=float, default=30.0, metavar="SECONDS",
+                   help="at most this long shrinking the failures of one property (default 30)")
+    p.add_argument("--write-regressions", metavar="DIR",
+                   help="also write each finding as a standalone pytest regression test into DIR")
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
+                   help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
+    p.add_argument("--list-properties", action="store_true", help="print each property and what it checks")
+    return p
+
+
+def _properties(text: str | None) -> list[str]:
+    if not text or text.strip() in ("all", "*"):
+        return list(PROPERTY_NAMES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in PROPERTY_NAMES]
+    if unknown:
+        raise UsageError(f"unknown propert{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)} "
+                         f"(choose from {', '.join(PROPERTY_NAMES)})")
+    return list(dict.fromkeys(names))
+
+
+def _targets(args: argparse.Namespace) -> list[TargetSpec]:
+    if args.target:
+        if args.transports:
+            raise UsageError("--transports applies only to the built-in target; --target already names one")
+        return [parse_target(args.target, allow_remote=args.allow_remote)]
+    wanted = ["stdio", "http"] if not args.transports else [t.strip() for t in args.transports.split(",") if t.strip()]
+    bad = [t for t in wanted if t not in ("stdio", "http")]
+    if bad or not wanted:
+        raise UsageError(f"--transports takes stdio, http or both, not {args.transports!r}")
+    return [default_target(t) for t in dict.fromkeys(wanted)]  # type: ignore[arg-type]
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if args.max_examples is not None and args.max_examples < 1:
+        raise UsageError("--max-examples must be at least 1")
+    if args.duration is not None and not args.duration > 0:
+        raise UsageError("--duration must be a positive number of seconds")
+    if args.workers < 1 or args.workers > 64:
+        raise UsageError("--workers must be between 1 and 64")
+    if not args.timeout > 0:
+        raise UsageError("--timeout must be positive")
+    if args.shrink_time < 0:
+        raise UsageError("--shrink-time must not be negative")
+    if args.no_database and args.database:
+        raise UsageError("--database and --no-database exclude each other")
+
+
+def _default_out() -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("gauntlet-out") / f"fuzz-{stamp}"
+
+
+def fuzz_main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.list_properties:
+            return _list_properties()
+        _validate(args)
+        props = _properties(args.properties)
+        specs = _targets(args)
+    except UsageError as exc:
+        print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
+        return 2
+    except TargetError as exc:
+        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
+        return 2
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        return _run(args, props, specs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) -> int:
+    from fuzz.campaign import CampaignConfig, Progress, UnusableTarget, prepare_target, run_campaign
+    from fuzz.findings import FindingStore
+    from fuzz.reports import write_reports
+
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    out_dir = Path(args.out) if args.out else _default_out()
+    database = None if args.no_database else (args.database or DEFAULT_DATABASE)
+    config = CampaignConfig(
+        targets=specs, properties=props, seed=seed,
+        max_examples=args.max_examples if args.duration is None else None, duration=args.duration,
+        database=database, workers=args.workers, timeout=args.timeout, shrink_seconds=args.shrink_time,
+    )
+    target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
+    try:
+        prepared = [prepare_target(spec, timeout=args.timeout) for spec in specs]
+    except UnusableTarget as exc:
+        print(f"mcp-gauntlet fuzz: unusable target: {exc}", file=sys.stderr)
+        print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
+        return 2
+    except KeyboardInterrupt:
+        print("mcp-gauntlet fuzz: interrupted before the campaign started", file=sys.stderr)
+        print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
+        return 130
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"mcp-gauntlet fuzz: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    store = FindingStore(out_dir, target=target_text, seed=seed)
+    for prep in prepared:
+        print(f"fuzz: target {prep.spec.text} ({prep.detail})")
+    print(f"fuzz: seed {seed}, output in {out_dir}")
+    progress = Progress("auto" if args.progress == "auto" else args.progress)
+    try:
+        result = run_campaign(config, store, progress=progress, prepared=prepared)
+    except UnusableTarget as exc:
+        progress.close()
+        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
+        print(f"fuzz: {store.examples} examples, {len(props)} properties, {len(store.findings)} findings")
+        return 2
+    finally:
+        progress.close()
+    findings = store.findings
+    write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
+                  seconds=result.seconds, interrupted=result.interrupted, notes=result.notes)
+    if args.write_regressions and findings:
+        from fuzz.regression import write_regressions
+
+        written = write_regressions(out_dir, Path(args.write_regressions))
+        print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
+    _print_summary(result, findings)
+    errors = [r for r in result.runs if r.error]
+    print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")
+    if findings:
+        return 1
+    if result.interrupted:
+        return 130
+    if errors and result.examples == 0:
+        return 2
+    return 0
+
+
+def _print_summary(result: Any, findings: list[Any]) -> None:
+    for note in result.notes:
+        print(f"note: {note}")
+    for run in result.runs:
+        status = run.error and f"harness error: {run.error}" or run.note or ("skipped" if run.skipped else "")
+        print(f"  {run.property + '[' + run.transport + ']':<18} {run.examples:>6} examples {run.seconds:>7.1f} s"
+              + (f"  {status}" if status else ""))
+    if result.interrupted:
+        print("fuzz: interrupted; what was found so far is on disk")
+    for f in findings:
+        print(f"  finding {f.id}: {f.strength} {f.rule} {f.title} [{f.method or '-'}, {f.transport}"
+              f"{', ' + f.mutation if f.mutation else ''}] x{f.count} -> {f.repro}")
+
+
+def _list_properties() -> int:
+    from fuzz.properties.base import all_properties
+
+    for name, prop in all_properties().items():
+        fresh = f"{prop.fresh_per_example} fresh process(es) per example" if prop.fresh_per_example else "warm process"
+        print(f"{name:<10} {prop.title} ({fresh})")
+    return 0

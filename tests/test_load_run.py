@@ -1,0 +1,121 @@
+"""`mcp-gauntlet load` end to end on the embedded default: real servers, a real Locust run.
+
+One short run does the work of several checks (its cost is Locust's start-up plus a few seconds
+of load): two reference instances so MRTR retries land on the other process, a logLevel so the
+server streams SSE and the time to the first event is measured, every response judged by the
+oracle. The usage and unusable-target cases never start Locust.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from load.runner import load_main
+
+SUMMARY_LINE = re.compile(r"^load: (\d+) requests, (\d+) failures, ([0-9.]+) rps, (\d+) MRTR operations, (\d+) violations$")
+
+
+def run_load(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "load", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    tmp = tmp_path_factory.mktemp("load-clean")
+    out = tmp / "out"
+    proc = run_load(["--run-time", "4s", "--users", "6", "--instances", "2", "--log-level", "info",
+                     "--check-every", "1", "--memory-threshold-mb", "16", "--out", str(out)], tmp)
+    return proc, out
+
+
+def test_clean_run_exits_0_with_a_summary_line(clean_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, out = clean_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr + (out / "locust.log").read_text()[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    match = SUMMARY_LINE.match(last)
+    assert match, last
+    requests, failures, _rps, mrtr, violations = match.groups()
+    assert int(requests) > 100 and failures == "0" and int(mrtr) > 10 and violations == "0"
+    assert "p99.9" in proc.stdout and "MRTR create_event" in proc.stdout  # the table
+
+
+def test_summary_json_follows_the_cli_contract(clean_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = clean_run
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("target", "duration_s", "requests", "failures", "rps", "operations", "violations"):
+        assert key in summary, key
+    ops = summary["operations"]
+    for name in ("MRTR create_event", "tools/call create_event #1", "tools/call create_event #2", "tools/list"):
+        assert name in ops, sorted(ops)
+        for key in ("count", "failures", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms"):
+            assert key in ops[name], (name, key)
+        assert ops[name]["count"] > 0 and ops[name]["failures"] == 0
+        entry = ops[name]
+        assert entry["p50_ms"] <= entry["p90_ms"] <= entry["p95_ms"] <= entry["p99_ms"] <= entry["p999_ms"] <= entry["max_ms"]
+    # every completed operation had a first leg and a retry
+    assert ops["tools/call create_event #2"]["count"] >= ops["MRTR create_event"]["count"]
+    assert summary["mrtr"]["operations"] == sum(e["count"] for n, e in ops.items() if n.startswith("MRTR "))
+    # round-robin over two instances: retries were served by the other process (MRTR-18)
+    assert summary["mrtr"]["retries_on_another_instance"] > 0
+    assert summary["mrtr"]["max_in_flight"] > 1  # interleaved, not one operation at a time
+    # with a logLevel the server streams logs before the result: SSE, timed at its first event
+    assert summary["responses"]["sse"] > 0
+    streamed = ops["tools/call create_event #2"]["first_event"]
+    assert 0 < streamed["p50_ms"] <= ops["tools/call create_event #2"]["max_ms"]
+    # the oracle judged every response (check-every 1) and found nothing
+    assert summary["checks"]["checked"] >= summary["requests"] - 50
+    assert summary["violations"] == 0
+    # the harness started the servers, so it sampled their memory; no growth on a clean server
+    assert summary["memory"]["sampled"] and not summary["memory"]["exceeded"]
+    assert summary["verdict"] == {"exit_status": 0, "reasons": []}
+
+
+def test_locust_reports_agree_with_the_exact_counts(clean_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = clean_run
+    assert (out / "locust.html").stat().st_size > 1000
+    rows = {(r["Type"], r["Name"]): r for r in csv.DictReader((out / "locust_stats.csv").open())}
+    summary = json.loads((out / "summary.json").read_text())
+    for name, entry in summary["operations"].items():
+        kind = "MRTR" if entry["kind"] == "operation" else "POST"
+        assert int(rows[(kind, name)]["Request Count"]) == entry["count"], name
+        assert int(rows[(kind, name)]["Failure Count"]) == entry["failures"], name
+
+
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [
+        ["--mix", "tools/list=1,bogus=2"],
+        ["--fail-on", "p99>5"],
+        ["--run-time", "soon"],
+        ["--target", "stdio:python -m targets.reference"],
+        ["--target", "http://example.com/mcp"],
+        ["--target", "http://127.0.0.1:9/mcp", "--instances", "2"],
+        ["--baseline", str(tmp_path / "missing.json")],
+    ]
+    for args in cases:
+        # in-process: the runner never imports Locust or gevent, and usage errors stop before any spawn
+        try:
+            status = load_main([*args, "--out", str(tmp_path / "o")])
+        except SystemExit as exc:
+            status = exc.code
+        err = capsys.readouterr().err
+        assert status == 2, (args, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "error" in lines[0], (args, err)
+
+
+def test_unusable_target_exits_2(tmp_path: Path) -> None:
+    proc = run_load(["--target", "http://127.0.0.1:9/mcp", "--run-time", "2s", "--out", str(tmp_path / "o")],
+                    tmp_path, timeout=30)
+    assert proc.returncode == 2
+    assert "unusable target" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_load(["--target", "http+spawn:python -c 'import sys; sys.exit(3)' {port}", "--run-time", "2s",
+                     "--out", str(tmp_path / "o")], tmp_path, timeout=30)
+    assert proc.returncode == 2 and "unusable target" in proc.stderr, proc.stderr

@@ -1,0 +1,178 @@
+"""The load package's pure parts: exact histograms, exact merging, gates, baselines, generated values.
+
+These run without a server because they are arithmetic; everything that touches a server is in
+the other test_load_* files and runs real processes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import jsonschema
+import pytest
+
+from load.gates import GateError, compare_baseline, evaluate, parse_gate, parse_gates, parse_margin
+from load.histogram import ExactHistogram, nearest_rank
+from load.operations import MixError, answer_input_requests, parse_mix
+from load.recorder import OPERATION, Recorder
+from load.schema_values import arguments_for, harvest_handles, missing_handles
+from load.summary import build_summary, summary_line
+
+
+def exact_percentile(samples: list[int], percent: float) -> int:
+    """Nearest rank over the sorted raw samples: the definition the histogram must reproduce."""
+    ordered = sorted(samples)
+    return ordered[math.ceil(len(ordered) * percent / 100.0 - 1e-9) - 1]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 100, 999, 1000, 12345])
+def test_histogram_percentiles_equal_those_of_the_raw_samples(size: int) -> None:
+    rng = random.Random(size)
+    samples = [int(rng.lognormvariate(7, 1.2)) for _ in range(size)]  # microseconds, long tail
+    hist = ExactHistogram.from_samples(samples)
+    for percent in (50, 90, 95, 99, 99.9, 100):
+        assert hist.percentile_us(percent) == exact_percentile(samples, percent), percent
+    assert hist.max_us == max(samples)
+    assert hist.count == size
+    got = hist.percentiles_us([99.9, 50, 99])
+    assert got == [exact_percentile(samples, p) for p in (99.9, 50, 99)]
+
+
+def test_nearest_rank_edges() -> None:
+    assert nearest_rank(1000, 99.9) == 999
+    assert nearest_rank(1000, 99) == 990
+    assert nearest_rank(3, 50) == 2
+    assert nearest_rank(1, 99.9) == 1
+
+
+def test_merging_split_histograms_is_exact() -> None:
+    rng = random.Random(3)
+    samples = [rng.randrange(50, 50_000) for _ in range(5000)]
+    parts = [ExactHistogram.from_samples(samples[i::3]) for i in range(3)]
+    merged = ExactHistogram()
+    for part in parts:
+        merged.merge(ExactHistogram.from_wire(part.to_wire()))  # through the wire form, as workers do
+    whole = ExactHistogram.from_samples(samples)
+    assert merged.items() == whole.items()
+    assert merged.summary_ms() == whole.summary_ms()
+
+
+def test_recorder_drain_and_merge_count_every_sample_once() -> None:
+    worker = Recorder()
+    master = Recorder()
+    worker.record("tools/list", 1200)
+    worker.record("tools/call create_event #1", 900, failure="rpc -32602")
+    master.merge_wire(worker.drain(), source="w1")
+    worker.record("tools/list", 1300)
+    worker.record("MRTR create_event", 5000, kind=OPERATION, failure="leg rpc -32602", count_failure=False)
+    worker.violation("RT-01", "tools/list: missing resultType")
+    master.merge_wire(worker.drain(), source="w1")
+    master.merge_wire(worker.drain(), source="w1")  # an empty report changes nothing
+    assert master.names["tools/list"].latency.items() == [(1200, 1), (1300, 1)]
+    assert master.requests == 3  # the operation is not a request
+    assert master.failure_total == 1  # the operation's failure was already counted at its leg
+    assert master.violations == {"RT-01": 1}
+    summary = build_summary(master, target="t", duration_s=2.0, check_every=1, oracle="x")
+    assert summary["requests"] == 3 and summary["failures"] == 1 and summary["violations"] == 1
+    assert summary["operations"]["tools/list"]["p50_ms"] == 1.2
+    assert summary["operations"]["tools/list"]["max_ms"] == 1.3
+    assert summary_line(summary).startswith("load: 3 requests, 1 failures, 1.5 rps, 0 MRTR operations")
+
+
+def test_gates_parse_and_cross() -> None:
+    summary = {
+        "requests": 100, "failures": 2, "rps": 50.0, "violations": 0,
+        "overall": {"p99_ms": 12.0, "p50_ms": 3.0},
+        "operations": {"MRTR create_event": {"count": 10, "failures": 0, "p99_ms": 60.0},
+                       "resources/read calendar://week": {"count": 5, "failures": 0, "p99_ms": 4.0}},
+        "mrtr": {"operations": 10},
+    }
+    gates = parse_gates(["p99_ms>50,failures>0", "rps<1000", "MRTR create_event:p99_ms>50",
+                         "resources/read calendar://week:p99_ms>5", "MRTR nothing:count<1"])
+    assert [g.name for g in gates] == [None, None, None, "MRTR create_event", "resources/read calendar://week",
+                                       "MRTR nothing"]
+    crossed = [r.crossed for r in evaluate(gates, summary)]
+    assert crossed == [False, True, True, True, False, True]  # the last has no samples: crossed
+    with pytest.raises(GateError):
+        parse_gate("p99>50")
+    with pytest.raises(GateError):
+        parse_gate("latency is high")
+    assert parse_margin("20%") == pytest.approx(0.2)
+    assert parse_margin("5") == pytest.approx(0.05)
+
+
+def test_baseline_flags_regressions_beyond_the_margin_only() -> None:
+    before = {"rps": 1000.0, "overall": {"p50_ms": 2.0, "p99_ms": 10.0},
+              "operations": {"tools/list": {"p50_ms": 1.0, "p99_ms": 5.0}, "echo": {"p50_ms": 0.1, "p99_ms": 0.2}}}
+    after = {"rps": 700.0, "overall": {"p50_ms": 2.1, "p99_ms": 11.0},
+             "operations": {"tools/list": {"p50_ms": 1.0, "p99_ms": 9.0}, "echo": {"p50_ms": 0.1, "p99_ms": 0.4}}}
+    changes = compare_baseline(after, before, margin=0.2, floor_ms=0.5)
+    flagged = {(c.name, c.metric) for c in changes if c.regression}
+    # echo doubled but by 0.2 ms, under the floor; overall p99 grew 10%, within the margin
+    assert flagged == {("all requests", "rps"), ("tools/list", "p99_ms")}
+
+
+def test_mix_parsing() -> None:
+    assert parse_mix("tools/list=2, mrtr=1") == [("tools/list", 2.0), ("mrtr", 1.0)]
+    assert parse_mix("tools/call") == [("tools/call", 1.0)]
+    for bad in ("nope=1", "tools/list=x", "tools/list=0", ""):
+        with pytest.raises(MixError):
+            parse_mix(bad)
+
+
+SCHEMAS = [
+    {"type": "object", "properties": {"title": {"type": "string", "minLength": 1, "maxLength": 200},
+                                      "startsAt": {"type": "string", "format": "date-time"},
+                                      "calendarId": {"type": "string"}}, "required": ["title"]},
+    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 3, "exclusiveMaximum": 5},
+                                      "x": {"type": "number", "maximum": -2},
+                                      "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]},
+                                               "minItems": 2, "uniqueItems": True},
+                                      "mode": {"anyOf": [{"type": "null"}, {"enum": ["fast", "slow"]}]},
+                                      "flag": {"type": "boolean"},
+                                      "nested": {"$ref": "#/$defs/Inner"}},
+     "required": ["n", "tags", "nested"],
+     "$defs": {"Inner": {"type": "object", "properties": {"email": {"type": "string", "format": "email"}},
+                         "required": ["email"]}}},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_generated_arguments_are_valid(schema: dict) -> None:
+    rng = random.Random(0)
+    for _ in range(50):
+        for optional in (True, False):
+            args = arguments_for(schema, rng, optional=optional, handles={})
+            jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(args)
+
+
+def test_handles_are_harvested_and_reused_never_invented() -> None:
+    schema = {"type": "object", "properties": {"calendarId": {"type": "string"}, "limit": {"type": "integer"}},
+              "required": ["calendarId"]}
+    handles: dict[str, list] = {}
+    assert missing_handles(schema, handles) == ["calendarId"]
+    harvest_handles({"calendarId": "cal-7", "name": "x", "events": [{"eventId": "e1"}]}, handles)
+    assert handles == {"calendarId": ["cal-7"], "eventId": ["e1"]}
+    assert missing_handles(schema, handles) == []
+    assert arguments_for(schema, random.Random(1), handles=handles)["calendarId"] == "cal-7"
+    optional = {"type": "object", "properties": {"title": {"type": "string"}, "calendarId": {"type": "string"}}}
+    assert "calendarId" not in arguments_for(optional, random.Random(1), handles={})
+
+
+def test_elicitation_answers_fit_the_requested_schema() -> None:
+    requested = {"type": "object", "properties": {
+        "startsAt": {"type": "string", "format": "date-time"},
+        "size": {"type": "integer", "minimum": 1, "maximum": 3},
+        "colour": {"type": "string", "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+        "ok": {"type": "boolean"}}, "required": ["startsAt", "size", "colour"]}
+    answers = answer_input_requests({
+        "a": {"method": "elicitation/create", "params": {"mode": "form", "message": "?", "requestedSchema": requested}},
+        "b": {"method": "elicitation/create", "params": {"mode": "url", "message": "?", "url": "https://x"}},
+        "c": {"method": "roots/list"},
+    }, random.Random(2))
+    assert answers["a"]["action"] == "accept"
+    jsonschema.Draft202012Validator(requested, format_checker=jsonschema.FormatChecker()).validate(
+        answers["a"]["content"])
+    assert answers["b"] == {"action": "decline"}  # URL mode was never declared
+    assert answers["c"] == {"roots": []}

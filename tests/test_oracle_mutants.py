@@ -1,0 +1,41 @@
+"""The oracle reports each one-bug mutant of the reference server under the rule it is labelled with.
+
+The same recorded scenario as `test_oracle_reference.py` (which proves the reference itself draws
+nothing) is played against `mcp-gauntlet serve --bug NAME`: a rule that stays silent on a real
+server with that exact bug would be a rule that only fires on hand-made transcripts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_oracle_reference import record, show
+
+from fuzz.oracle import judge
+
+# Each mutant, the transport its bug lives on, and the rule the oracle must report for it.
+MUTANTS = [
+    ("missing-result-type", "stdio", "RT-01"),
+    ("stdout-log", "stdio", "STDIO-03"),
+    ("serverinfo-top-level", "stdio", "DISC-04"),
+    ("reply-to-notification", "stdio", "RPC-10"),
+    ("missing-meta-32601", "stdio", "META-04"),
+    ("unsupported-version-no-data", "stdio", "META-06"),
+    ("list-input-required", "stdio", "MRTR-01"),
+    ("remembered-capabilities", "stdio", "META-02"),
+    ("null-id-accepted", "stdio", "RPC-04"),
+    ("exit-on-newline", "stdio", "STDIO-02"),
+    ("list-changes-after-call", "stdio", "TOOL-02"),
+    ("http-session-id", "http", "SL-10"),
+    ("http-200-header-mismatch", "http", "HDR-01"),
+    ("http-200-unknown-method", "http", "HDR-05"),
+    ("cross-wired-ids", "http", "RPC-06"),
+]
+
+
+@pytest.mark.parametrize(("bug", "transport", "rule_id"), MUTANTS, ids=[m[0] for m in MUTANTS])
+def test_mutant_is_reported_under_its_rule(tmp_path: Path, bug: str, transport: str, rule_id: str) -> None:
+    transcript, expectations = record(transport, tmp_path / "m.sqlite3", bug)
+    found = judge(transcript, expectations=expectations)
+    assert rule_id in {v.rule for v in found}, f"--bug {bug}: expected {rule_id}, got:\n" + show(found, transcript)

@@ -1,0 +1,978 @@
+"""Every oracle rule fires on a crafted exchange that breaks it, and stays silent on its fixed twin.
+
+Each case builds a small transcript by hand (`Crafter`), the way a driver would record it, and
+names the rule that must fire. The twin differs only in the one thing that makes it conformant,
+so a rule that fires on everything fails here as surely as a rule that fires on nothing.
+A final test proves every registered rule has at least one such case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fuzz.oracle import RULES, Expectation, Violation, judge
+from fuzz.oracle.craft import Crafter
+from targets import wire
+
+MODERN = wire.MODERN_VERSION
+INFO = {wire.META_SERVER_INFO: {"name": "srv", "version": "1"}}
+DISCOVER = {"resultType": "complete", "supportedVersions": [MODERN], "ttlMs": 0, "cacheScope": "public",
+            "capabilities": {"tools": {}, "resources": {}}}
+TOOL_OK = {"resultType": "complete", "content": [{"type": "text", "text": "hi"}]}
+LIST_OK = {"resultType": "complete", "tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+           "ttlMs": 1000, "cacheScope": "public"}
+ELICIT = {"method": "elicitation/create", "params": {
+    "message": "who?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}
+SSE = {"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
+
+
+def req(rid: Any, method: str, params: dict[str, Any] | None = None, *, caps: dict[str, Any] | None = None,
+        version: str = MODERN) -> dict[str, Any]:
+    return wire.build_request(rid, method, params or {}, capabilities=caps or {}, version=version)
+
+
+def bare(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A request without _meta (META-04)."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def ok(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return wire.build_result(rid, result)
+
+
+def err(rid: Any, code: int, data: Any = None) -> dict[str, Any]:
+    return wire.build_error(rid, code, "nope", data)
+
+
+def call(rid: Any = 1, caps: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
+    return req(rid, "tools/call", {"name": "echo", "arguments": {}, **params}, caps=caps)
+
+
+def ir(**fields: Any) -> dict[str, Any]:
+    return {"resultType": "input_required", **fields}
+
+
+def stdio() -> Crafter:
+    c = Crafter("stdio")
+    c.spawn()
+    return c
+
+
+def http() -> Crafter:
+    c = Crafter("http")
+    c.spawn("http://127.0.0.1:1/mcp")
+    return c
+
+
+# --- the cases: rule id -> [(name, build breaking transcript, build fixed twin)] -------------------
+
+Build = Callable[[], tuple[Crafter, dict[str, Any]]]
+CASES: dict[str, list[tuple[str, Build, Build | None]]] = {}
+
+
+def case(rule_id: str, name: str, fixed: bool = True) -> Callable[[Callable[[bool], Any]], Callable[[bool], Any]]:
+    """Register `fn(broken: bool)` returning a Crafter (or (Crafter, judge kwargs))."""
+    def register(fn: Callable[[bool], Any]) -> Callable[[bool], Any]:
+        def build(broken: bool) -> Callable[[], tuple[Crafter, dict[str, Any]]]:
+            def run() -> tuple[Crafter, dict[str, Any]]:
+                got = fn(broken)
+                return got if isinstance(got, tuple) else (got, {})
+            return run
+        CASES.setdefault(rule_id, []).append((name, build(True), build(False) if fixed else None))
+        return fn
+    return register
+
+
+# RPC-01
+@case("RPC-01", "wrong jsonrpc version")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), {"jsonrpc": "1.0" if broken else "2.0", "id": 1, "result": TOOL_OK})
+    return c
+
+
+@case("RPC-01", "result and error together")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "result": TOOL_OK}
+    if broken:
+        body["error"] = {"code": -32603, "message": "x"}
+    c.exchange(call(), body)
+    return c
+
+
+@case("RPC-01", "HTTP body that is not an object")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(), 42 if broken else ok(1, TOOL_OK))
+    return c
+
+
+# RPC-02
+@case("RPC-02", "stdout line not UTF-8")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), ok(1, TOOL_OK))
+    if broken:
+        c.noise(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"\xff\xfe"}}', "not JSON: utf-8")
+    return c
+
+
+# RPC-06
+@case("RPC-06", "HTTP result with another id")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(1), ok(2 if broken else 1, TOOL_OK))
+    return c
+
+
+@case("RPC-06", "id 1 answered as \"1\"")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(call(1))
+    c.recv(ok("1" if broken else 1, TOOL_OK))
+    return c
+
+
+@case("RPC-06", "result is not an object")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), ok(1, TOOL_OK) if not broken else {"jsonrpc": "2.0", "id": 1, "result": [1]})
+    return c
+
+
+@case("RPC-06", "answered twice")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), ok(1, TOOL_OK))
+    if broken:
+        c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("RPC-06", "result without id")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(call(1))
+    c.recv({"jsonrpc": "2.0", "result": TOOL_OK} if broken else ok(1, TOOL_OK))
+    return c
+
+
+@case("RPC-06", "process died with a request outstanding")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(call(1))
+    if not broken:
+        c.recv(ok(1, TOOL_OK))
+    c.closed()
+    c.exit(1 if broken else 0, "exited by itself" if broken else "exited after stdin was closed")
+    return c
+
+
+# RPC-07
+@case("RPC-07", "HTTP error with another id")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(5), err(6 if broken else 5, wire.INVALID_PARAMS), status=400)
+    return c
+
+
+@case("RPC-07", "error omits a readable id")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(5), err(None if broken else 5, wire.INVALID_PARAMS), status=400)
+    return c
+
+
+@case("RPC-07", "id-less error while no malformed frame is outstanding")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    if not broken:
+        c.send(None, raw=b"{not json\n")
+    c.send(call(1))
+    c.recv(err(None, wire.PARSE_ERROR))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+# RPC-08
+@case("RPC-08", "error code is a string")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), {"jsonrpc": "2.0", "id": 1, "error": {"code": "-32602" if broken else -32602, "message": "x"}})
+    return c
+
+
+@case("RPC-08", "error without message")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    error: dict[str, Any] = {"code": -32602} if broken else {"code": -32602, "message": "bad"}
+    c.exchange(call(), {"jsonrpc": "2.0", "id": 1, "error": error})
+    return c
+
+
+# RPC-10
+@case("RPC-10", "stdio notification answered")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(wire.build_notification("notifications/cancelled", {"requestId": 99}))
+    c.send(call(1))
+    if broken:
+        c.recv(err(None, wire.METHOD_NOT_FOUND))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("RPC-10", "HTTP notification answered with a result")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.send(wire.build_notification("notifications/initialized"))
+    if broken:
+        c.recv({"jsonrpc": "2.0", "id": None, "result": {}}, status=200)
+    else:
+        c.http_reply(202)
+    return c
+
+
+# RPC-12
+@case("RPC-12", "server request on stdout")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(call(1))
+    method = {"jsonrpc": "2.0", "id": "s1", "method": "elicitation/create", "params": {}}
+    if broken:
+        c.recv(method)
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+# META-02
+@case("META-02", "capability remembered from an earlier request")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "server/discover", caps={"elicitation": {}}), ok(1, DISCOVER))
+    c.exchange(call(2, caps={} if broken else {"elicitation": {}}), ok(2, ir(inputRequests={"q": ELICIT})))
+    return c
+
+
+# META-04
+@case("META-04", "missing _meta served")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(bare(1, "tools/list"), ok(1, LIST_OK) if broken else err(1, wire.INVALID_PARAMS))
+    return c
+
+
+@case("META-04", "missing _meta on discover answered -32601")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(bare(1, "server/discover", {}), err(1, wire.METHOD_NOT_FOUND if broken else wire.INVALID_PARAMS))
+    return c
+
+
+@case("META-04", "missing clientCapabilities on an advertised method answered -32601")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    msg = req(1, "tools/list")
+    del msg["params"]["_meta"][wire.META_CLIENT_CAPABILITIES]
+    c.exchange(msg, err(1, wire.METHOD_NOT_FOUND if broken else wire.INVALID_PARAMS))
+    return c, {"discover": DISCOVER}
+
+
+@case("META-04", "-32602 for missing _meta with HTTP 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(bare(1, "tools/list", {}), err(1, wire.INVALID_PARAMS), status=200 if broken else 400)
+    return c
+
+
+@case("META-04", "missing body version, header present: -32020 is fine (18.3), -32603 is not")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = req(1, "tools/list")
+    del msg["params"]["_meta"][wire.META_PROTOCOL_VERSION]
+    headers = wire.http_headers(msg)
+    headers["MCP-Protocol-Version"] = MODERN
+    c.send(msg, headers=headers)
+    c.recv(err(1, wire.INTERNAL_ERROR if broken else wire.HEADER_MISMATCH), status=400)
+    return c
+
+
+# META-05
+@case("META-05", "-32021 without requiredCapabilities")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    data = {"missing": "elicitation"} if broken else {"requiredCapabilities": {"elicitation": {}}}
+    c.exchange(call(), err(1, wire.MISSING_CLIENT_CAPABILITY, data))
+    return c
+
+
+@case("META-05", "-32021 with HTTP 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(), err(1, wire.MISSING_CLIENT_CAPABILITY, {"requiredCapabilities": {"sampling": {}}}),
+               status=200 if broken else 400)
+    return c
+
+
+# META-06
+@case("META-06", "-32022 without data")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    data = None if broken else {"supported": [MODERN], "requested": "1900-01-01"}
+    c.exchange(req(1, "tools/list", version="1900-01-01"), err(1, wire.UNSUPPORTED_PROTOCOL_VERSION, data))
+    return c
+
+
+@case("META-06", "unsupported version served")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list", version="1900-01-01" if broken else MODERN), ok(1, LIST_OK))
+    return c
+
+
+@case("META-06", "version outside discovered supportedVersions served")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    c.exchange(req(1, "tools/list", version=wire.LEGACY_VERSION), ok(1, LIST_OK))
+    supported = [MODERN] if broken else [MODERN, wire.LEGACY_VERSION]
+    return c, {"discover": {**DISCOVER, "supportedVersions": supported}}
+
+
+@case("META-06", "-32022 with HTTP 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(req(1, "tools/list", version="1900-01-01"),
+               err(1, wire.UNSUPPORTED_PROTOCOL_VERSION, {"supported": [MODERN], "requested": "1900-01-01"}),
+               status=200 if broken else 400)
+    return c
+
+
+# META-07
+@case("META-07", "serverInfo on some results only")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "server/discover"), ok(1, {**DISCOVER, "_meta": INFO}))
+    c.exchange(call(2), ok(2, TOOL_OK if broken else {**TOOL_OK, "_meta": INFO}))
+    return c
+
+
+# DISC-01
+@case("DISC-01", "discover answered -32601")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "server/discover"), err(1, wire.METHOD_NOT_FOUND) if broken else ok(1, DISCOVER))
+    return c
+
+
+# DISC-04
+@case("DISC-04", "serverInfo as a discover body field")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    result = {**DISCOVER, "serverInfo": {"name": "x", "version": "1"}} if broken else {**DISCOVER, "_meta": INFO}
+    c.exchange(req(1, "server/discover"), ok(1, result))
+    return c
+
+
+# DISC-07
+@case("DISC-07", "prompts served without the prompts capability")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    caps = DISCOVER["capabilities"] if broken else {**DISCOVER["capabilities"], "prompts": {}}
+    c.exchange(req(1, "server/discover"), ok(1, {**DISCOVER, "capabilities": caps}))
+    c.exchange(req(2, "prompts/list"), ok(2, {"resultType": "complete", "prompts": [], "ttlMs": 0,
+                                              "cacheScope": "public"}))
+    return c
+
+
+@case("DISC-07", "advertised tools answered -32601")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "server/discover"), ok(1, DISCOVER))
+    c.exchange(req(2, "tools/list"), err(2, wire.METHOD_NOT_FOUND) if broken else ok(2, LIST_OK))
+    return c
+
+
+# DISC-08
+@case("DISC-08", "-32022 lists other versions than discover")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "server/discover"), ok(1, DISCOVER))
+    supported = [MODERN, "2025-11-25"] if broken else [MODERN]
+    c.exchange(req(2, "tools/list", version="1900-01-01"),
+               err(2, wire.UNSUPPORTED_PROTOCOL_VERSION, {"supported": supported, "requested": "1900-01-01"}))
+    return c
+
+
+# RT-01
+@case("RT-01", "result without resultType")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    result = {k: v for k, v in TOOL_OK.items() if k != "resultType"} if broken else TOOL_OK
+    c.exchange(call(), ok(1, result))
+    return c
+
+
+@case("RT-01", "legacy-version request is not judged")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    version = MODERN if broken else wire.LEGACY_VERSION
+    c.exchange(req(1, "tools/call", {"name": "echo"}, version=version), ok(1, {"content": []}))
+    return c
+
+
+# RT-04
+@case("RT-04", "unknown resultType")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    caps = {} if broken else {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    c.exchange(call(1, caps=caps), ok(1, {**TOOL_OK, "resultType": "partial"}))
+    return c
+
+
+# RT-06
+@case("RT-06", "CallToolResult without content")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), ok(1, {"resultType": "complete"} if broken else TOOL_OK))
+    return c
+
+
+@case("RT-06", "tools with a non-object inputSchema")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    tools = [{"name": "echo", "inputSchema": {"type": "array"} if broken else {"type": "object"}}]
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "tools": tools}))
+    return c
+
+
+# CACHE-01..04
+@case("CACHE-01", "tools/list without ttlMs")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    result = {k: v for k, v in LIST_OK.items() if k != "ttlMs"} if broken else LIST_OK
+    c.exchange(req(1, "tools/list"), ok(1, result))
+    return c
+
+
+@case("CACHE-02", "negative ttlMs")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "ttlMs": -5 if broken else 0}))
+    return c
+
+
+@case("CACHE-02", "ttlMs as a string")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "ttlMs": "1000" if broken else 1000}))
+    return c
+
+
+@case("CACHE-03", "cacheScope shared")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "cacheScope": "shared" if broken else "private"}))
+    return c
+
+
+@case("CACHE-04", "pages with different cacheScope")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "nextCursor": "p2"}))
+    c.exchange(req(2, "tools/list", {"cursor": "p2"}), ok(2, {**LIST_OK, "tools": [],
+                                                              "cacheScope": "private" if broken else "public"}))
+    return c
+
+
+# TOOL-02 / PR-01
+@case("TOOL-02", "tools/list changes after a call")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, LIST_OK))
+    c.exchange(call(2), ok(2, TOOL_OK))
+    tools = LIST_OK["tools"] + ([{"name": "extra", "inputSchema": {"type": "object"}}] if broken else [])
+    c.exchange(req(3, "tools/list"), ok(3, {**LIST_OK, "tools": tools}))
+    return c
+
+
+@case("TOOL-02", "different declared capabilities may see different tools")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, LIST_OK))
+    caps = {} if broken else {"elicitation": {}}
+    tools = LIST_OK["tools"] + [{"name": "ask", "inputSchema": {"type": "object"}}]
+    c.exchange(req(2, "tools/list", caps=caps), ok(2, {**LIST_OK, "tools": tools}))
+    return c
+
+
+@case("PR-01", "prompts/list changes")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    base = {"resultType": "complete", "prompts": [{"name": "a"}], "ttlMs": 0, "cacheScope": "public"}
+    c.exchange(req(1, "prompts/list"), ok(1, base))
+    c.exchange(req(2, "prompts/list"), ok(2, {**base, "prompts": [{"name": "b" if broken else "a"}]}))
+    return c
+
+
+# TOOL-11
+OUT_TOOL = {"name": "weather", "inputSchema": {"type": "object"}, "outputSchema": {
+    "type": "object", "properties": {"temp": {"type": "number"}}, "required": ["temp"]}}
+
+
+@case("TOOL-11", "structuredContent fails the outputSchema")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "tools": [OUT_TOOL]}))
+    content = {"temp": "warm"} if broken else {"temp": 21.5}
+    c.exchange(req(2, "tools/call", {"name": "weather"}), ok(2, {**TOOL_OK, "structuredContent": content}))
+    return c
+
+
+@case("TOOL-11", "outputSchema but no structuredContent")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "tools": [OUT_TOOL]}))
+    result = TOOL_OK if broken else {**TOOL_OK, "isError": True}  # with isError the shape is UNSPEC
+    c.exchange(req(2, "tools/call", {"name": "weather"}), ok(2, result))
+    return c
+
+
+@case("TOOL-11", "a remote $ref is never fetched; the schema is skipped")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    tool = OUT_TOOL if broken else {**OUT_TOOL, "outputSchema": {"$ref": "https://example.invalid/s.json"}}
+    c.exchange(req(1, "tools/list"), ok(1, {**LIST_OK, "tools": [tool]}))
+    c.exchange(req(2, "tools/call", {"name": "weather"}), ok(2, {**TOOL_OK, "structuredContent": {"t": 1}}))
+    return c
+
+
+# MRTR-01..07
+@case("MRTR-01", "tools/list returns input_required")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    if broken:
+        c.exchange(req(1, "tools/list"), ok(1, ir(requestState="s")))
+    else:
+        c.exchange(call(1), ok(1, ir(requestState="s")))
+    return c
+
+
+@case("MRTR-02", "input_required with nothing to do")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), ok(1, ir() if broken else ir(requestState="s")))
+    return c
+
+
+@case("MRTR-03", "duplicate inputRequests keys in the raw JSON")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(call(1, caps={"elicitation": {}, "roots": {}}))
+    second = '"q"' if broken else '"r"'
+    raw = ('{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{'
+           '"q":{"method":"roots/list"},' + second + ':{"method":"roots/list"}}}}').encode()
+    c.recv(wire.loads(raw), raw=raw)
+    return c
+
+
+@case("MRTR-04", "unknown input request kind")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    request = {"method": "ping"} if broken else {"method": "roots/list"}
+    c.exchange(call(1, caps={"roots": {}}), ok(1, ir(inputRequests={"q": request})))
+    return c
+
+
+@case("MRTR-04", "elicitation without message")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    params = {k: v for k, v in ELICIT["params"].items() if k != "message"} if broken else ELICIT["params"]
+    c.exchange(call(1, caps={"elicitation": {}}),
+               ok(1, ir(inputRequests={"q": {"method": "elicitation/create", "params": params}})))
+    return c
+
+
+@case("MRTR-05", "elicitation to a client without it")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(1, caps={} if broken else {"elicitation": {}}), ok(1, ir(inputRequests={"q": ELICIT})))
+    return c
+
+
+@case("MRTR-05", "roots to a client without it")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    caps = {"sampling": {}} if broken else {"roots": {}}
+    c.exchange(call(1, caps=caps), ok(1, ir(inputRequests={"r": {"method": "roots/list"}})))
+    return c
+
+
+@case("MRTR-06", "url mode to a form-only client")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    url = {"method": "elicitation/create", "params": {"mode": "url", "message": "go", "url": "https://x.example/",
+                                                      "elicitationId": "e1"}}
+    caps = {"elicitation": {}} if broken else {"elicitation": {"url": {}}}
+    c.exchange(call(1, caps=caps), ok(1, ir(inputRequests={"u": url})))
+    return c
+
+
+@case("MRTR-06", "form mode to a url-only client")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    caps = {"elicitation": {"url": {}}} if broken else {"elicitation": {"url": {}, "form": {}}}
+    c.exchange(call(1, caps=caps), ok(1, ir(inputRequests={"f": ELICIT})))
+    return c
+
+
+SAMPLING = {"method": "sampling/createMessage", "params": {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}}
+
+
+@case("MRTR-07", "tool-enabled sampling without sampling.tools")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    params = {**SAMPLING["params"], "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+    caps = {"sampling": {}} if broken else {"sampling": {"tools": {}}}
+    c.exchange(call(1, caps=caps), ok(1, ir(inputRequests={"s": {"method": "sampling/createMessage",
+                                                                  "params": params}})))
+    return c
+
+
+@case("MRTR-07", "includeContext without sampling.context")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    params = {**SAMPLING["params"], "includeContext": "thisServer" if broken else "none"}
+    c.exchange(call(1, caps={"sampling": {}}), ok(1, ir(inputRequests={"s": {"method": "sampling/createMessage",
+                                                                             "params": params}})))
+    return c
+
+
+# STDIO-02 / STDIO-03
+@case("STDIO-02", "pretty-printed response")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(call(1))
+    if broken:
+        for line in (b"{", b'  "jsonrpc": "2.0",', b'  "id": 1,', b'  "result": {"resultType": "complete", "content": []}',
+                     b"}"):
+            c.noise(line)
+    else:
+        c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("STDIO-03", "banner on stdout")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    if broken:
+        c.noise(b"Server listening on stdio")
+    c.exchange(call(), ok(1, TOOL_OK))
+    return c
+
+
+@case("STDIO-03", "JSON log object on stdout")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), ok(1, TOOL_OK))
+    if broken:
+        c.recv({"level": "info", "msg": "handled tools/call"})
+    return c
+
+
+# HTTP-05 / 06 / 09, SL-10
+@case("HTTP-05", "notification answered 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.send(wire.build_notification("notifications/cancelled", {"requestId": 1}))
+    c.http_reply(200 if broken else 202)
+    return c
+
+
+@case("HTTP-05", "202 with a body")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.send(wire.build_notification("notifications/cancelled", {"requestId": 1}))
+    c.http_reply(202, body=b"accepted" if broken else b"")
+    return c
+
+
+@case("HTTP-06", "text/plain response")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(), ok(1, TOOL_OK), headers={"Content-Type": "text/plain" if broken else "application/json"})
+    return c
+
+
+@case("HTTP-09", "SSE without X-Accel-Buffering")
+def _(broken: bool) -> Crafter:
+    c = http()
+    headers = {"Content-Type": "text/event-stream"} if broken else SSE
+    c.exchange(call(), ok(1, TOOL_OK), headers=headers)
+    return c
+
+
+@case("SL-10", "session id minted")
+def _(broken: bool) -> Crafter:
+    c = http()
+    headers = {"Content-Type": "application/json", **({"mcp-session-id": "abc"} if broken else {})}
+    c.exchange(call(), ok(1, TOOL_OK), headers=headers)
+    return c
+
+
+# HDR-01 / 02 / 03 / 05
+def _with_headers(msg: dict[str, Any], **changes: str | None) -> dict[str, str]:
+    headers = wire.http_headers(msg)
+    for name, value in changes.items():
+        name = name.replace("_", "-")
+        if value is None:
+            headers.pop(name, None)
+        else:
+            headers[name] = value
+    return headers
+
+
+@case("HDR-01", "version header mismatch served")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = call(1)
+    c.send(msg, headers=_with_headers(msg, **{"MCP_Protocol_Version": wire.LEGACY_VERSION}))
+    c.recv(ok(1, TOOL_OK) if broken else err(1, wire.HEADER_MISMATCH), status=200 if broken else 400)
+    return c
+
+
+@case("HDR-01", "-32020 for a version mismatch with HTTP 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = call(1)
+    c.send(msg, headers=_with_headers(msg, **{"MCP_Protocol_Version": wire.LEGACY_VERSION}))
+    c.recv(err(1, wire.HEADER_MISMATCH), status=200 if broken else 400)
+    return c
+
+
+@case("HDR-02", "missing Mcp-Name served")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = call(1)
+    c.send(msg, headers=_with_headers(msg, Mcp_Name=None))
+    c.recv(ok(1, TOOL_OK) if broken else err(1, wire.HEADER_MISMATCH), status=200 if broken else 400)
+    return c
+
+
+@case("HDR-03", "Mcp-Method differs from the body")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = call(1)
+    c.send(msg, headers=_with_headers(msg, Mcp_Method="tools/list" if broken else "tools/call"))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("HDR-03", "base64 sentinel decoded before comparing")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = req(1, "tools/call", {"name": "héllo"})
+    value = wire.encode_header_value("hello" if broken else "héllo")
+    c.send(msg, headers=_with_headers(msg, Mcp_Name=value))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("HDR-03", "-32020 with HTTP 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(1), err(1, wire.HEADER_MISMATCH), status=200 if broken else 400)
+    return c
+
+
+@case("HDR-05", "-32601 with HTTP 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(req(1, "ping"), err(1, wire.METHOD_NOT_FOUND), status=200 if broken else 404)
+    return c
+
+
+# Error codes
+@case("RES-04", "retired -32002")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "resources/read", {"uri": "file:///nope"}), err(1, -32002 if broken else wire.INVALID_PARAMS))
+    return c
+
+
+@case("ERR-RETIRED", "retired -32042")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), err(1, -32042 if broken else wire.MISSING_CLIENT_CAPABILITY,
+                           {"requiredCapabilities": {"elicitation": {"url": {}}}}))
+    return c
+
+
+@case("ERR-DRAFT", "draft -32001")
+def _(broken: bool) -> Crafter:
+    c = http()
+    c.exchange(call(), err(1, -32001 if broken else wire.HEADER_MISMATCH), status=400)
+    return c
+
+
+@case("ERR-LEGACY", "legacy-range -32000")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), err(1, -32000 if broken else 1000))
+    return c
+
+
+@case("ERR-RESERVED", "undefined reserved code")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), err(1, -32050 if broken else wire.INTERNAL_ERROR))
+    return c
+
+
+@case("ERR-RESERVED", "-32020 on stdio")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(call(), err(1, wire.HEADER_MISMATCH if broken else wire.INVALID_PARAMS))
+    return c
+
+
+# Expectations
+def _probe(exp: Expectation, reply: Any, transport: str = "stdio", status: int | None = None) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio() if transport == "stdio" else http()
+    s = c.send(bare(7, "tools/list", {}))
+    if reply is not None:
+        c.recv(reply, **({"status": status} if status else {}))
+    elif status is not None:
+        c.http_reply(status)
+    c.exchange(req(8, "server/discover"), ok(8, DISCOVER))
+    return c, {"expectations": {s: exp}}
+
+
+META04 = Expectation("error", "META-04", codes=frozenset({-32602}), statuses=frozenset({400}), mutation="drop-meta")
+
+
+@case("EXPECT-REACTION", "expected error, got a result")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    return _probe(META04, ok(7, LIST_OK) if broken else err(7, -32602))
+
+
+@case("EXPECT-REACTION", "expected code differs")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    return _probe(META04, err(7, -32600 if broken else -32602))
+
+
+@case("EXPECT-REACTION", "expected status differs")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    return _probe(META04, err(7, -32602), "http", status=422 if broken else 400)
+
+
+@case("EXPECT-REACTION", "expected silence, got a reply")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    s = c.send(wire.build_notification("notifications/bogus"))
+    if broken:
+        c.recv(err(None, wire.METHOD_NOT_FOUND))
+    c.exchange(req(8, "server/discover"), ok(8, DISCOVER))
+    return c, {"expectations": {s: Expectation("no-reply", "RPC-10")}}
+
+
+@case("EXPECT-REACTION", "tampered requestState completed")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    s, _ = c.exchange(call(1, requestState="tampered"),
+                      ok(1, TOOL_OK) if broken else ok(1, ir(requestState="fresh")))
+    return c, {"expectations": {s: Expectation("not-complete", "MRTR-13")}}
+
+
+@case("EXPECT-REACTION", "retry on another process must succeed")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    s, _ = c.exchange(call(1, requestState="s"), err(1, wire.INVALID_PARAMS) if broken else ok(1, TOOL_OK))
+    return c, {"expectations": {s: Expectation("result", "MRTR-18", strength="HEURISTIC")}}
+
+
+@case("EXPECT-LIVENESS", "server dies after a malformed frame")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    s = c.send(None, raw=b'{"jsonrpc":"2.0","id":1,\n"method":"tools/list"}\n')
+    c.recv(err(None, wire.PARSE_ERROR))
+    c.send(req(2, "server/discover"))
+    if broken:
+        c.closed()
+        c.exit(1, "exited by itself")
+    else:
+        c.recv(ok(2, DISCOVER))
+        c.exit(0)
+    return c, {"expectations": {s: Expectation("error-or-ignore", "STDIO-02", mutation="raw-newline")}}
+
+
+@case("EXPECT-LIVENESS", "sentinel rejected as a parse error (desynchronised framing)")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    s = c.send(None, raw=b'{"jsonrpc":"2.0",')
+    c.send(req(2, "server/discover"))
+    c.recv(err(None, wire.PARSE_ERROR) if broken else ok(2, DISCOVER))
+    if broken:
+        c.timeout("response to id 2")
+    return c, {"expectations": {s: Expectation("error-or-ignore", "STDIO-02", mutation="no-newline")}}
+
+
+@case("EXPECT-LIVENESS", "server exits on a malformed frame with no sentinel sent")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    c.exchange(req(1, "server/discover"), ok(1, DISCOVER))
+    s = c.send(None, raw=b"\n")
+    c.closed()
+    c.exit(1 if broken else 0, "exited by itself" if broken else "exited after stdin was closed")
+    return c, {"expectations": {s: Expectation("error-or-ignore", "STDIO-02", mutation="empty-line")}}
+
+
+# --- the tests -------------------------------------------------------------------------------------
+
+ALL = [pytest.param(rule_id, name, broken, fixed, id=f"{rule_id}: {name}")
+       for rule_id, cases in CASES.items() for name, broken, fixed in cases]
+
+
+def _run(build: Build) -> list[Violation]:
+    c, kwargs = build()
+    return judge(c.transcript, **kwargs)
+
+
+def _rule_of(v: Violation) -> str:
+    return v.rule
+
+
+@pytest.mark.parametrize(("rule_id", "name", "broken", "fixed"), ALL)
+def test_rule_fires_on_broken_exchange(rule_id: str, name: str, broken: Build, fixed: Build | None) -> None:
+    found = _run(broken)
+    expected_rule = {"EXPECT-REACTION": None, "EXPECT-LIVENESS": None}.get(rule_id, rule_id)
+    if expected_rule is None:  # expectation violations carry the probed rule's id
+        c, kwargs = broken()
+        probed = {e.rule for e in kwargs["expectations"].values()}
+        assert any(v.rule in probed for v in found), f"{name}: {found}"
+    else:
+        assert expected_rule in {v.rule for v in found}, f"{rule_id} did not fire on {name}: {found}"
+
+
+@pytest.mark.parametrize(("rule_id", "name", "broken", "fixed"), [p for p in ALL if p.values[3] is not None])
+def test_rule_silent_on_fixed_twin(rule_id: str, name: str, broken: Build, fixed: Build) -> None:
+    found = _run(fixed)
+    assert found == [], f"{name} (fixed) drew: " + "; ".join(f"{v.rule} {v.title}: {v.detail}" for v in found)
+
+
+def test_every_rule_has_a_firing_case() -> None:
+    assert set(CASES) == set(RULES), f"untested: {set(RULES) - set(CASES)}; unknown: {set(CASES) - set(RULES)}"
+
+
+def test_violation_json_round_trip() -> None:
+    c, _ = CASES["RT-01"][0][1]()
+    for v in judge(c.transcript):
+        assert Violation.from_json(v.to_json()) == v
+        assert v.strength in ("MUST", "SHOULD", "HEURISTIC")
