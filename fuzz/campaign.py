@@ -266,7 +266,6 @@ class _JobState:
     cache: dict[bytes, tuple[type[_Failure], str]] = field(default_factory=dict)
     passed: set[bytes] = field(default_factory=set)
     harness_error: str = ""
-    discard_warm: bool = False
 
 
 def open_database(spec: str | None) -> ExampleDatabase | None:
@@ -317,54 +316,58 @@ def run_job(
     )
     @given(prop.cases(ctx))
     def test(case: Any) -> None:
+        failure = outcome(case)
+        if failure is not None:
+            # One raise site for fresh and cached failures: Hypothesis tells bugs apart by the
+            # exception's type *and* the line it was raised on.
+            exc_type, message = failure
+            raise exc_type(message)
+
+    def outcome(case: Any) -> tuple[type[_Failure], str] | None:
         build = current_build_context()
         key = choices_to_bytes(build.data.choices)
         cached = state.cache.get(key)
         if cached is not None:
-            exc_type, message = cached
-            raise exc_type(message)
+            return cached
         if key in state.passed:
-            return
+            return None
         now = time.monotonic()
         if not build.is_final and (now > state.hard_deadline or (now > state.gen_deadline and not state.failures)):
             reject()
         try:
-            run, violations = play(case, reuse_now=reuse and not state.discard_warm)
+            run, violations = play(case, reuse_now=reuse)
         except HarnessError as exc:
             state.harness_error = str(exc)
             raise _Abort() from None
-        state.discard_warm = False
         state.executions += 1
         sink.examples(1)
         if not violations:
             state.passed.add(key)
-            return
-        main = primary(violations)
+            return None
+        main = primary(violations, run)
         bucket = bucket_of(run, main, transport)
         blob = encode_failure(build.data.choices).decode("ascii")
         note = ""
+        endpoint.discard_warm()  # it took part in a failure: the next example starts on a clean one
         if run.reused:
             # Found on a process that served earlier examples: play it again on fresh ones, so
             # the reproduction on disk does not depend on history it does not contain.
-            state.discard_warm = True
             with contextlib.suppress(HarnessError):
                 run2, violations2 = play(case, reuse_now=False)
                 state.executions += 1
                 sink.examples(1)
-                if violations2 and bucket_of(run2, primary(violations2), transport) == bucket:
-                    run, violations, main = run2, violations2, primary(violations2)
+                if violations2 and bucket_of(run2, primary(violations2, run2), transport) == bucket:
+                    run, violations, main = run2, violations2, primary(violations2, run2)
                 else:
                     note = ("seen on a process that had served earlier examples; a fresh process did not "
                             "show it, so the replay may pass")
-        state.discard_warm = True
         state.failures += 1
         # Only the primary violation is filed: the others are in the evidence, and when they are
         # bugs of their own, other examples make them primary (often they are consequences of it).
         sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
                                  hypothesis_version=version, note=note))
-        message = f"{main.strength} {main.rule}: {main.title}"
-        state.cache[key] = (_failure_type(bucket), message)
-        raise _failure_type(bucket)(message)
+        state.cache[key] = (_failure_type(bucket), f"{main.strength} {main.rule}: {main.title}")
+        return state.cache[key]
 
     test._hypothesis_internal_add_digest = f"{job.property}|{job.transport}|{job.target}".encode()  # type: ignore[attr-defined]
     seeded = hypothesis_seed(job.seed)(test)

@@ -48,6 +48,7 @@ class Evidence:
     reproduce_blob: str | None = None
     hypothesis_version: str | None = None
     note: str = ""
+    target: str = ""  # the target spec this transport was fuzzed through (the replay default)
 
     def bucket(self) -> tuple[str, str, str, str]:
         return (self.rule, self.method or "", self.mutation or "", self.transport)
@@ -122,7 +123,7 @@ def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[s
     doc: dict[str, Any] = {
         "format": REPRO_FORMAT,
         "id": finding.id,
-        "target": target,
+        "target": ev.target or target,
         "revision": MODERN_VERSION,
         "seed": seed,
         "property": ev.property,

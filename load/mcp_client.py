@@ -3,25 +3,35 @@
 Why not `FastHttpSession.post`: it times a request its own way and reports it under one name
 when it returns, but a load user here must decide the name after the reply (a `tools/call` that
 came back `input_required` becomes an MRTR leg `#1`), must know when the first SSE event arrived,
-not only the last byte, and must classify failures by JSON-RPC code. So the user takes the
-per-host `HTTPClient` out of its FastHttpSession's pool and speaks to it directly; the caller
-records the sample (exactly) and fires Locust's request event itself.
+not only the last byte, and must classify failures by JSON-RPC code. So the caller records the
+sample (exactly) and fires Locust's request event itself.
 
 Requests are built with `targets.wire` (the `_meta`, the headers that mirror the body, the base64
 sentinel), so a load user sends byte for byte what the fuzzer's driver sends. No asyncio here:
 everything blocks a greenlet, which is what gevent and Locust expect.
+
+The transport is geventhttpclient's, trimmed: one keep-alive gevent socket per endpoint and
+user, the request head written here, the response parsed by geventhttpclient's C parser
+(`HTTPSocketResponse`). `HTTPClient.request` and its pool cost ~200 us of CPU per request on top
+(every header re-validated and re-merged through a generic `Headers` class, a `select()` per
+checkout to probe the pooled socket), more than everything else a load user does together; with
+them the load generator, not the server, was the bottleneck (tests/benchmarks/bench_load.py).
+Our header values are safe by construction (`wire.encode_header_value`).
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import gevent
+import gevent.socket
+import gevent.ssl
 from geventhttpclient._parser import HTTPParseError
-from geventhttpclient.client import HTTPClient, HTTPClientPool
+from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketResponse
 
 from targets import wire
 
@@ -39,7 +49,7 @@ class Reply:
     endpoint: str
     request_headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    raw_headers: Any = None
     content_type: str = ""
     messages: list[Any] = field(default_factory=list)
     response: dict[str, Any] | None = None
@@ -56,6 +66,13 @@ class Reply:
         return None
 
     @property
+    def headers(self) -> dict[str, str]:
+        """Response headers, names lower-cased (a repeated header keeps its last value)."""
+        if self.raw_headers is None:
+            return {}
+        return {k.lower(): v for k, v in self.raw_headers.items()}
+
+    @property
     def elapsed_us(self) -> int:
         return (self.elapsed_ns + 500) // 1000
 
@@ -69,6 +86,7 @@ class Reply:
 
 
 _LINGER_S = 0.5  # how long a stream may stay open after its final response
+_BLOCK = 64 * 1024  # socket read size
 
 
 def _since(started_ns: int) -> int:
@@ -82,24 +100,19 @@ def _same_id(a: Any, b: Any) -> bool:
 class McpHttp:
     """Posts JSON-RPC requests to one or more endpoints, round-robin, over keep-alive sockets.
 
-    `pool` is the FastHttpSession's HTTPClientPool (one per Locust user), so the connections are
-    the user's own, exactly as with `self.client.post`.
+    One instance per Locust user: it sends one request at a time, so one socket per endpoint
+    is all it needs, and the connections are the user's own, as a real client's would be.
     """
 
-    def __init__(
-        self,
-        pool: HTTPClientPool,
-        endpoints: list[str],
-        *,
-        timeout: float = 10.0,
-        start: int = 0,
-    ) -> None:
+    def __init__(self, endpoints: list[str], *, timeout: float = 10.0, start: int = 0) -> None:
         if not endpoints:
             raise ValueError("no endpoint")
-        self._pool = pool
         self._endpoints = [(url, urlsplit(url)) for url in endpoints]
+        self._heads = {url: _request_head(split) for url, split in self._endpoints}
+        self._socks: dict[str, Any] = {}
         self._next = start % len(endpoints)
         self.timeout = timeout
+        self._timer = gevent.Timeout(timeout)  # re-armed per request: cheaper than a new watcher
 
     @property
     def endpoints(self) -> list[str]:
@@ -114,21 +127,27 @@ class McpHttp:
             self._next = (self._next + 1) % len(self._endpoints)
         return chosen
 
-    def _client(self, url: str) -> HTTPClient:
-        return self._pool.get_client(url)
+    def _connect(self, split: Any) -> Any:
+        host = split.hostname or "127.0.0.1"
+        port = split.port or (443 if split.scheme == "https" else 80)
+        sock = gevent.socket.create_connection((host, port), timeout=self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if split.scheme == "https":
+            sock = gevent.ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        return sock
 
     def _discard(self, url: str) -> None:
-        """Drop the connection(s) to `url` after a failure: a half-read response must not be reused."""
-        split = urlsplit(url)
-        key_port = split.port or (443 if split.scheme == "https" else 80)
-        for key in list(self._pool.clients):
-            host, port = key
-            if host == split.hostname and (port or key_port) == key_port:
-                client = self._pool.clients.pop(key)
-                try:
-                    client.close()
-                except Exception:  # noqa: BLE001 - closing a broken socket may fail again; ignore
-                    pass
+        """Close the connection to `url` after a failure: a half-read response must not be reused."""
+        sock = self._socks.pop(url, None)
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for url in list(self._socks):
+            self._discard(url)
 
     def post(self, msg: dict[str, Any], *, input_schema: Any = None, avoid: str | None = None) -> Reply:
         url, split = self._pick(avoid)
@@ -136,14 +155,18 @@ class McpHttp:
         body = wire.dumps(msg)
         headers = wire.http_headers(msg, input_schema=input_schema)
         reply.request_headers = headers
-        path = split.path or "/"
-        if split.query:
-            path += "?" + split.query
+        data = b"".join((
+            self._heads[url],
+            f"Content-Length: {len(body)}\r\n".encode(),
+            "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1"),
+            b"\r\n",
+            body,
+        ))
         started = time.perf_counter_ns()
-        timer = gevent.Timeout(self.timeout)
+        timer = self._timer  # one per client, re-armed per request: cheaper than a new watcher
         timer.start()
         try:
-            self._exchange(url, path, body, headers, reply, started)
+            self._exchange(url, split, data, reply, started)
         except gevent.Timeout as exc:
             if exc is not timer:
                 raise
@@ -155,21 +178,39 @@ class McpHttp:
         except wire.DecodeError as exc:
             reply.failure, reply.detail = PROTOCOL, exc.reason[:200]
         finally:
-            timer.close()
+            timer.cancel()
         if not reply.elapsed_ns:
             reply.elapsed_ns = _since(started)
         if reply.failure is None:
             self._judge_envelope(reply)
         return reply
 
-    def _exchange(
-        self, url: str, path: str, body: bytes, headers: dict[str, str], reply: Reply, started: int
-    ) -> None:
-        resp = self._client(url).request("POST", path, body=body, headers=headers)
+    def _send(self, url: str, split: Any, data: bytes) -> HTTPSocketResponse:
+        """Write one request on the kept-alive socket and read the response head.
+
+        A kept-alive socket the server has meanwhile closed fails before any byte of a response;
+        that is retried once on a fresh connection (as HTTPClient.request does).
+        """
+        for attempt in (0, 1):
+            sock = self._socks.get(url)
+            fresh = sock is None
+            if sock is None:
+                sock = self._socks[url] = self._connect(split)
+            try:
+                sock.sendall(data)
+                return HTTPSocketResponse(sock, block_size=_BLOCK, method="POST")
+            except (HTTPConnectionClosed, ConnectionError):
+                self._discard(url)
+                if fresh or attempt:
+                    raise
+        raise HTTPConnectionClosed("connection closed")  # not reached
+
+    def _exchange(self, url: str, split: Any, data: bytes, reply: Reply, started: int) -> None:
+        resp = self._send(url, split, data)
         try:
             reply.status = resp.status_code
-            reply.headers = {k.lower(): v for k, v in resp.items()}
-            ctype = reply.headers.get("content-type", "")
+            reply.raw_headers = resp.info()  # turned into a dict only when someone asks
+            ctype = resp.get("content-type") or ""
             reply.content_type = ctype.split(";", 1)[0].strip().lower()
             if reply.content_type == "text/event-stream":
                 self._read_sse(resp, reply, started)
@@ -179,6 +220,8 @@ class McpHttp:
                 reply.length = len(data)
                 reply.messages = wire.response_messages(ctype, data)
         finally:
+            if resp.should_close():
+                self._discard(url)  # not reusable: incomplete, or the server said Connection: close
             resp.release()
 
     def _read_sse(self, resp: Any, reply: Reply, started: int) -> None:
@@ -246,10 +289,14 @@ class McpHttp:
             reply.failure, reply.detail = PROTOCOL, "no JSON-RPC response in the body"
 
 
-def make_pool(*, timeout: float, concurrency: int = 1) -> HTTPClientPool:
-    """A pool for use outside a Locust user (tests, benchmarks)."""
-    return HTTPClientPool(
-        concurrency=concurrency,
-        connection_timeout=timeout,
-        network_timeout=timeout,
-    )
+def _request_head(split: Any) -> bytes:
+    """Request line and Host header of an endpoint, computed once."""
+    path = split.path or "/"
+    if split.query:
+        path += "?" + split.query
+    host = split.hostname or "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    if split.port:
+        host += f":{split.port}"
+    return f"POST {path} HTTP/1.1\r\nHost: {host}\r\n".encode("latin-1")

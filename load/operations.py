@@ -187,6 +187,7 @@ class Options:
     max_rounds: int = 8
     mrtr_tools: tuple[str, ...] = ()
     log_level: str | None = None
+    tools: tuple[str, ...] = ()  # when set, the only tools a user calls
 
 
 def warmup_exchanges() -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -334,7 +335,10 @@ class Session:
         caps = result.get("capabilities")
         self.catalog.capabilities = caps if isinstance(caps, dict) else {}
         if "tools" in self.catalog.capabilities:
-            self.catalog.tools = [t for t in self._list("tools/list", "tools") if isinstance(t.get("name"), str)]
+            self.catalog.tools = [
+                t for t in self._list("tools/list", "tools")
+                if isinstance(t.get("name"), str) and (not self.options.tools or t["name"] in self.options.tools)
+            ]
         if "resources" in self.catalog.capabilities:
             self.catalog.resources = [
                 r for r in self._list("resources/list", "resources") if isinstance(r.get("uri"), str)

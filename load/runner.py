@@ -83,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mrtr-in-flight", type=int, default=4, help="open MRTR operations per user (default 4)")
     p.add_argument("--mrtr-gap", type=int, default=1, help="other requests between two legs (default 1)")
     p.add_argument("--mrtr-tools", default="", help="comma-separated tools to use for MRTR operations")
+    p.add_argument("--tools", default="", help="comma-separated tools the users may call (default: every tool)")
     p.add_argument("--seed", type=int, default=0, help="seed of the argument generators (default 0)")
+    p.add_argument("--raw-samples", default="", metavar="DIR",
+                   help="also write every raw request sample here, one file per Locust process (benchmarks)")
     return p
 
 
@@ -168,6 +171,10 @@ def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s:
     ]
     if args.mrtr_tools:
         cmd += ["--mrtr-tools", args.mrtr_tools]
+    if args.tools:
+        cmd += ["--mcp-tools", args.tools]
+    if args.raw_samples:
+        cmd += ["--mcp-raw-samples", str(Path(args.raw_samples).resolve())]
     if args.log_level:
         cmd += ["--mcp-log-level", args.log_level]
     if args.processes > 1:

@@ -63,11 +63,17 @@ def _load_judge(warm: bool) -> tuple[Any, str]:
             judge_response(request, response, http_status=200, headers={"content-type": "application/json"})
     except Exception as exc:  # noqa: BLE001
         return None, f"unusable ({type(exc).__name__}: {exc})"
-    finally:
-        # gevent's loop caches "now"; after seconds of CPU work its timers (Locust's --run-time
-        # among them) would be armed from a stale clock and fire that much too early.
-        gevent.get_hub().loop.update_now()
     return judge_response, "fuzz.oracle.judge_response"
+
+
+def _checking_disabled(argv: list[str]) -> bool:
+    """`--check-every 0` on the command line: skip importing and warming the oracle (seconds)."""
+    for i, arg in enumerate(argv):
+        if arg == "--check-every" and i + 1 < len(argv):
+            return argv[i + 1].strip() == "0"
+        if arg.startswith("--check-every="):
+            return arg.split("=", 1)[1].strip() == "0"
+    return False
 
 
 class _Process:
@@ -78,7 +84,10 @@ class _Process:
         # Warmed at import: before Locust's runner exists (a worker blocked for seconds misses
         # its heartbeats) and before `--processes` forks (the children inherit the validators).
         # An explicit master runs no users and only needs to know the oracle is importable.
-        judge, self.oracle = _load_judge(warm="--master" not in sys.argv)
+        if _checking_disabled(sys.argv):
+            judge, self.oracle = None, "disabled (--check-every 0)"
+        else:
+            judge, self.oracle = _load_judge(warm="--master" not in sys.argv)
         self.checker = Checker(10, judge)
         self.mrtr_lock = gevent.lock.Semaphore()
         self.probes: dict[str, tuple[list[dict[str, Any]], dict[str, str]]] = {}
@@ -105,6 +114,7 @@ def _options(parser: Any) -> None:
     group.add_argument("--mrtr-in-flight", type=int, default=4, help="open MRTR operations per user")
     group.add_argument("--mrtr-gap", type=int, default=1, help="other requests between two legs")
     group.add_argument("--mrtr-tools", default="", help="comma-separated tools to use for MRTR operations")
+    group.add_argument("--mcp-tools", default="", help="comma-separated tools the users may call (default: all)")
     group.add_argument("--mcp-seed", type=int, default=0, help="seed of the argument generators")
     group.add_argument("--mcp-log-level", default="", help="logLevel to send in _meta (may make servers stream SSE)")
     group.add_argument("--mcp-raw-samples", default="",
@@ -119,6 +129,10 @@ def _opts(environment: Any) -> Any:
 def _on_init(environment: Any, **_kw: Any) -> None:
     runner = environment.runner
     opts = _opts(environment)
+    # gevent's loop caches "now" and has not run since it was created, before seconds of imports
+    # (and the oracle's warm-up); Locust arms its --run-time timer right after this event, and
+    # from a stale clock it would fire that many seconds too early.
+    gevent.get_hub().loop.update_now()
     if opts is not None:
         try:
             parse_mix(opts.mix)
@@ -252,6 +266,7 @@ class McpUser(FastHttpUser):
             self.network_timeout = self.connection_timeout = float(opts.mcp_timeout)
         super().__init__(environment)
         self.session: Session | None = None
+        self.http: McpHttp | None = None
         self.ready = False
 
     def on_start(self) -> None:
@@ -261,13 +276,14 @@ class McpUser(FastHttpUser):
         endpoints = [u.strip() for u in (opts.mcp_endpoints.split(",") if opts else []) if u.strip()]
         endpoints = endpoints or [self.host]
         timeout = float(opts.mcp_timeout) if opts else 10.0
-        http = McpHttp(self.client.client.clientpool, endpoints, timeout=timeout, start=number + worker)
+        http = self.http = McpHttp(endpoints, timeout=timeout, start=number + worker)
         options = Options(
             mix=parse_mix(opts.mix if opts else DEFAULT_MIX),
             max_in_flight=max(1, opts.mrtr_in_flight) if opts else 4,
             gap=max(0, opts.mrtr_gap) if opts else 1,
             mrtr_tools=tuple(t.strip() for t in opts.mrtr_tools.split(",") if t.strip()) if opts else (),
             log_level=(opts.mcp_log_level or None) if opts else None,
+            tools=tuple(t.strip() for t in opts.mcp_tools.split(",") if t.strip()) if opts else (),
         )
         seed = (opts.mcp_seed if opts else 0) * 1_000_003 + worker * 10_007 + number
         self.session = Session(
@@ -313,3 +329,5 @@ class McpUser(FastHttpUser):
     def on_stop(self) -> None:
         if self.session is not None:
             self.session.abandon()
+        if self.http is not None:
+            self.http.close()

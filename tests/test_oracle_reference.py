@@ -40,7 +40,8 @@ MALFORMED_EXPECTATIONS = {
                                   mutation="unknown-method"),
     "bad-version": Expectation("error", "META-06", codes=frozenset({-32022}), statuses=frozenset({400}),
                                mutation="unsupported-version"),
-    "null-id": Expectation("error", "RPC-04", mutation="null-id"),
+    # Ignoring a null-id request is common (SDKs) and not forbidden; serving it is the bug.
+    "null-id": Expectation("not-complete", "RPC-04", mutation="null-id"),
     "not-json": Expectation("error-or-ignore", "RPC-01", mutation="not-json"),
     "batch": Expectation("error-or-ignore", "RPC-11", mutation="batch"),
     "raw-newline": Expectation("error-or-ignore", "STDIO-02", mutation="raw-newline"),
@@ -124,7 +125,11 @@ def scenario(rec: Recorder, *, malformed: bool = True) -> None:
     if rec.http:
         rec.conn.send_concurrently([rq(20, "tools/list"), rq(21, "resources/list")])
     if malformed:
-        rec.probe({"jsonrpc": "2.0", "id": 30, "method": "tools/list"}, "missing-meta")
+        bare = {"jsonrpc": "2.0", "id": 30, "method": "tools/list"}
+        # Over HTTP the version header stays: without it HDR-02 lets a server read the request
+        # as 2025-03-26, and nothing is owed in 2026-07-28 terms.
+        rec.probe(bare, "missing-meta",
+                  headers={**wire.http_headers(bare), "MCP-Protocol-Version": wire.MODERN_VERSION} if rec.http else None)
         rec.probe(rq(31, "ping"), "unknown-method")
         rec.probe(rq(32, "tools/list", version="1900-01-01"), "bad-version")
         rec.probe({**rq(0, "tools/list"), "id": None}, "null-id")

@@ -285,10 +285,24 @@ def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
     return c, {"discover": DISCOVER}
 
 
-@case("META-04", "-32602 for missing _meta with HTTP 200")
+@case("META-04", "-32602 for missing _meta with HTTP 200 (version header present)")
 def _(broken: bool) -> Crafter:
     c = http()
-    c.exchange(bare(1, "tools/list", {}), err(1, wire.INVALID_PARAMS), status=200 if broken else 400)
+    msg = bare(1, "tools/list", {})
+    c.send(msg, headers={**wire.http_headers(msg), "MCP-Protocol-Version": MODERN})
+    c.recv(err(1, wire.INVALID_PARAMS), status=200 if broken else 400)
+    return c
+
+
+@case("META-04", "no MCP-Protocol-Version header: HDR-02 lets the server read it as 2025-03-26")
+def _(broken: bool) -> Crafter:
+    c = http()
+    msg = bare(1, "tools/list", {})
+    headers = wire.http_headers(msg)
+    if broken:
+        headers["MCP-Protocol-Version"] = MODERN
+    c.send(msg, headers=headers)
+    c.recv(ok(1, {"tools": []}))  # served the legacy way
     return c
 
 
@@ -871,6 +885,16 @@ def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
 @case("EXPECT-REACTION", "expected status differs")
 def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
     return _probe(META04, err(7, -32602), "http", status=422 if broken else 400)
+
+
+@case("EXPECT-REACTION", "invalid tool arguments silently accepted (-32602 and isError both fine)")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio()
+    s1, _ = c.exchange(call(1, arguments={"when": "yesterday"}),
+                       ok(1, TOOL_OK) if broken else ok(1, {**TOOL_OK, "isError": True}))
+    s2, _ = c.exchange(call(2, arguments={"when": 5}), err(2, wire.INVALID_PARAMS))
+    exp = Expectation("rejected", "TOOL-10", codes=frozenset({-32602}), strength="SHOULD")
+    return c, {"expectations": {s1: exp, s2: exp}}
 
 
 @case("EXPECT-REACTION", "expected silence, got a reply")

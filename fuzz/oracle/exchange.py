@@ -12,10 +12,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from fuzz.oracle.facts import Said, Sent, classify_said, classify_sent, id_key, valid_id
+from fuzz.oracle.facts import (
+    Said,
+    Sent,
+    classify_said,
+    classify_sent,
+    header,
+    id_key,
+    is_legacy_version,
+    is_modern_version,
+    valid_id,
+)
 from fuzz.oracle.model import Era, Expectation
 from targets.transcript import Event, Transcript
 
@@ -139,6 +149,7 @@ def build_exchange(
         _pair_http(x)
     else:
         _pair_stdio(x)
+    _mark_legacy_traffic(x)
     _learn_discover(x, discover)
     return x
 
@@ -230,6 +241,33 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
         return
     reason: OrphanReason = "duplicate" if id_key(said.id) in state.answered else "unknown-id"
     x.orphans.append((recv, reason))
+
+
+LEGACY_OPENERS = frozenset({"initialize", "notifications/initialized"})
+
+
+def _mark_legacy_traffic(x: Exchange) -> None:
+    """Flag frames a server may serve by pre-2026 rules: the handshake itself, everything after
+    a successful initialize on the same stdio process (VER-05), and over HTTP every request of a
+    legacy session (an Mcp-Session-Id or a legacy MCP-Protocol-Version header) or without any
+    MCP-Protocol-Version header, which HDR-02 lets a server read as 2025-03-26."""
+    initialized: set[int] = set()
+    for pair in x.pairs:
+        legacy = pair.method in LEGACY_OPENERS
+        if x.transport == "stdio":
+            legacy = legacy or pair.proc in initialized
+            if pair.method == "initialize" and any(s.kind == "result" for _, s in x.answers(pair)):
+                initialized.add(pair.proc)
+        elif pair.headers and not is_modern_version(pair.sent.version):
+            # A modern body is judged as modern whatever the headers say (a differing header is
+            # HDR-01's business, an incoming session id is ignored: DIGEST 7.4).
+            version = header(pair.headers, "MCP-Protocol-Version")
+            legacy = legacy or header(pair.headers, "Mcp-Session-Id") is not None \
+                or is_legacy_version((version or "").strip()) \
+                or (version is None and pair.sent.kind == "request")
+        if legacy:
+            pair.sent = replace(pair.sent, legacy_context=True)
+            x.sent[pair.index] = pair.sent
 
 
 def _learn_discover(x: Exchange, given: Mapping[str, Any] | None) -> None:

@@ -10,10 +10,13 @@ desynchronises after bad input is reported under the rule the bad frame probed, 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from fuzz.oracle.exchange import Exchange, Pair
 from fuzz.oracle.facts import describe
 from fuzz.oracle.http import header_defects
+from fuzz.oracle.meta import defect_codes
 from fuzz.oracle.model import BOTH_ERAS, Expectation, Violation, rule
 from targets import wire
 
@@ -52,62 +55,100 @@ def _statuses(x: Exchange, pair: Pair) -> list[tuple[int, int]]:
     return out[:1]
 
 
+@dataclass(frozen=True, slots=True)
+class _Allows:
+    error: bool
+    silence: bool
+    complete: bool
+    input_required: bool
+    check_codes: bool = True
+    is_error_result: bool = False  # a result with isError: true counts as a refusal
+
+
+_ALLOWS: dict[str, _Allows] = {
+    "error": _Allows(error=True, silence=False, complete=False, input_required=False),
+    "error-or-ignore": _Allows(error=True, silence=True, complete=False, input_required=False),
+    "no-reply": _Allows(error=False, silence=True, complete=False, input_required=False),
+    "error-or-input-required": _Allows(error=True, silence=False, complete=False, input_required=True),
+    # "as valid" may be any error the unmutated frame itself draws (an unknown tool, say): codes unjudged
+    "error-or-as-valid": _Allows(error=True, silence=False, complete=True, input_required=True, check_codes=False),
+    "as-valid": _Allows(error=True, silence=False, complete=True, input_required=True, check_codes=False),
+    "any": _Allows(error=True, silence=True, complete=True, input_required=True, check_codes=False),
+    "not-complete": _Allows(error=True, silence=True, complete=False, input_required=True),
+    "result": _Allows(error=False, silence=False, complete=True, input_required=True),
+    "rejected": _Allows(error=True, silence=False, complete=False, input_required=True, is_error_result=True),
+}
+
+
 def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
+    allows = _ALLOWS.get(exp.kind)
+    if allows is None:
+        return [Violation(exp.rule, "HEURISTIC", f"unknown expectation kind {exp.kind!r}", "", pair.method, pair.index)]
     answers = list(x.answers(pair))
-    results = [(i, s) for i, s in answers if s.kind == "result"]
-    errors = [(i, s) for i, s in answers if s.kind == "error"]
-    statuses = _statuses(x, pair)
     label, rid, strength, method = _label(exp), exp.rule, exp.strength, pair.method
     out: list[Violation] = []
 
     def bad(title: str, detail: str, at: int) -> None:
         out.append(Violation(rid, strength, title, detail, method, at))
 
-    if x.transport == "http":
-        for i, status in statuses:
-            if status >= 500 and status not in exp.statuses:
-                out.append(Violation(rid, "HEURISTIC", f"HTTP {status} for a {label}",
-                                     "bad input should be refused, not crash the handler", method, i))
-    if exp.kind == "error":
-        if results:
-            bad(f"{label} was served", f"expected an error {sorted(exp.codes) or ''}".rstrip(), results[0][0])
-        for i, said in errors:
-            if exp.codes and said.code not in exp.codes:
+    for i, said in answers:
+        status = x.events[i].status
+        if said.kind == "error":
+            if exp.kind == "no-reply":
+                if x.transport == "http" and said.id_absent_or_null and status is not None and status >= 400:
+                    continue  # HTTP-05: a rejected notification may carry an id-less error body
+                bad(f"{label} was answered", f"reply: {describe(said.message, 120)}", i)
+            elif not allows.error:
+                bad(f"{label} answered with error {said.code}", f"expected {exp.kind}", i)
+            elif allows.check_codes and exp.codes and said.code not in exp.codes \
+                    and said.code not in defect_codes(x, pair):
                 bad(f"{label} answered with error {said.code}", f"expected one of {sorted(exp.codes)}", i)
-        if x.transport == "http" and exp.statuses:
-            for i, status in statuses:
-                if status not in exp.statuses:
-                    bad(f"{label} answered with HTTP {status}", f"expected one of {sorted(exp.statuses)}", i)
-        if not answers:
-            if x.transport == "http":
-                if exp.codes and statuses:
-                    bad(f"{label} got no JSON-RPC error", f"expected one of {sorted(exp.codes)} in the body",
-                        statuses[0][0])
-            elif _answered_later(x, pair):
-                bad(f"{label} got no error reply", f"expected {sorted(exp.codes) or 'an error'}", pair.index)
-    elif exp.kind == "no-reply":
-        for i, said in answers:
-            status = x.events[i].status
-            if x.transport == "http" and said.kind == "error" and said.id_absent_or_null \
-                    and status is not None and status >= 400:
-                continue  # HTTP-05: a rejected notification may carry an id-less error body
-            bad(f"{label} was answered", f"reply: {describe(said.message, 120)}", i)
-        if x.transport == "http":
-            for i, status in statuses:
-                allowed = status in exp.statuses if exp.statuses else (status == 202 or 400 <= status < 500)
-                if not allowed:
-                    bad(f"{label} answered with HTTP {status}",
-                        f"expected {sorted(exp.statuses) if exp.statuses else '202 or 4xx'}", i)
-    elif exp.kind == "not-complete":
-        for i, said in results:
-            if isinstance(said.result, dict) and said.result.get("resultType", "complete") == "complete":
-                bad(f"{label} produced a complete result", "expected an error or a fresh input_required", i)
-    elif exp.kind == "result":
-        if errors and not results:
-            i, said = errors[0]
-            bad(f"request answered with error {said.code}", "expected a result", i)
-        elif not answers and (x.transport == "http" or _answered_later(x, pair)):
-            bad("request got no answer", "expected a result", pair.index)
+        elif said.kind == "result":
+            result = said.result if isinstance(said.result, dict) else {}
+            input_required = result.get("resultType") == "input_required"
+            if input_required and allows.input_required:
+                continue
+            if not input_required and (allows.complete or (allows.is_error_result and result.get("isError") is True)):
+                continue
+            what = "a fresh input_required" if input_required else "a result"
+            bad(f"{label} was served ({what})", f"expected {exp.kind}", i)
+    if not answers and not allows.silence and _silent(x, pair):
+        bad(f"{label} got no reply", f"expected {exp.kind}"
+            + (f" {sorted(exp.codes)}" if exp.codes and allows.check_codes else ""), pair.index)
+    if x.transport == "http":
+        out.extend(_http_reaction(x, pair, exp, allows, answers))
+    return out
+
+
+def _silent(x: Exchange, pair: Pair) -> bool:
+    """Whether the lack of any reply is established (HTTP: the response held none; stdio: see _answered_later)."""
+    if x.transport == "http":
+        return any(x.events[i].kind == "http" for i in pair.http)
+    return _answered_later(x, pair)
+
+
+def _http_reaction(x: Exchange, pair: Pair, exp: Expectation, allows: _Allows,
+                   answers: list[tuple[int, Any]]) -> list[Violation]:
+    out: list[Violation] = []
+    label, method = _label(exp), pair.method
+    allowed = exp.default_statuses()
+    success = any(s.kind == "result" for _, s in answers)
+    for i, status in _statuses(x, pair):
+        if status >= 500 and status not in exp.statuses:
+            out.append(Violation(exp.rule, "HEURISTIC", f"HTTP {status} for a {label}",
+                                 "bad input should be refused, not crash the handler", method, i))
+        elif allowed and status not in allowed and not (success and 200 <= status < 300
+                                                        and (allows.complete or allows.input_required)):
+            out.append(Violation(exp.rule, exp.strength, f"{label} answered with HTTP {status}",
+                                 f"expected one of {sorted(allowed) if len(allowed) < 20 else '4xx'}", method, i))
+    if exp.forbid_headers:
+        for i in (*pair.responses, *pair.stream, *pair.http):
+            headers = x.events[i].headers or {}
+            present = sorted(h for h in headers if h.lower() in exp.forbid_headers)
+            if present:
+                out.append(Violation(exp.rule, exp.strength, f"{label} answered with header {present[0]}",
+                                     "this header must not come back", method, i))
+                break
     return out
 
 

@@ -66,7 +66,8 @@ def is_modern_version(value: Any) -> bool:
 
 
 def is_legacy_version(value: Any) -> bool:
-    return isinstance(value, str) and bool(_DATE.match(value)) and value < wire.MODERN_VERSION
+    """A released handshake-era version (VER-04); an invented old date is just unsupported."""
+    return isinstance(value, str) and value in KNOWN_VERSIONS and value < wire.MODERN_VERSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class Sent:
     meta: dict[str, Any] | None  # None when params._meta is absent or not an object
     version: Any  # _ABSENT when the key is missing
     caps: Any  # _ABSENT when the key is missing
+    legacy_context: bool = False  # sent as legacy-era traffic (initialize, or after it: VER-05)
 
     @property
     def id_readable(self) -> bool:
@@ -99,11 +101,13 @@ class Sent:
     @property
     def modern(self) -> bool:
         """Carries a modern protocolVersion: only then do the 2026-07-28 result rules apply (RT-05)."""
-        return is_modern_version(self.version)
+        return is_modern_version(self.version) and not self.legacy_context
 
     @property
     def legacy(self) -> bool:
-        return is_legacy_version(self.version)
+        """Legacy-era traffic: a legacy version in _meta, or the initialize handshake and what a
+        dual-era server then serves under legacy rules on that process or session (VER-05)."""
+        return self.legacy_context or is_legacy_version(self.version)
 
     @property
     def capabilities(self) -> dict[str, Any]:

@@ -199,10 +199,19 @@ def rpc_10(x: Exchange) -> list[Violation]:
 
 @rule("RPC-12", "MUST", "the server never sends a JSON-RPC request (stdout, SSE): STDIO-06, HTTP-08")
 def rpc_12(x: Exchange) -> list[Violation]:
-    return [
-        Violation("RPC-12", "MUST", f"server sent a JSON-RPC request ({said.message.get('method')})",
-                  "server-to-client requests travel only inside InputRequiredResult in 2026-07-28",
-                  _method_of(x, i), i)
-        for i, said in x.said.items()
-        if said.kind == "request"
-    ]
+    # A dual-era server may send requests to a client that opened with initialize (VER-05).
+    legacy_procs = {p.proc for p in x.pairs if p.method == "initialize" and p.sent.legacy and p.responses}
+    out: list[Violation] = []
+    for i, said in x.said.items():
+        if said.kind != "request":
+            continue
+        event = x.events[i]
+        if x.transport == "stdio" and event.proc in legacy_procs:
+            continue
+        origin = x.pair_at.get(event.ref) if event.ref is not None else None
+        if origin is not None and origin.sent.legacy:
+            continue
+        out.append(Violation("RPC-12", "MUST", f"server sent a JSON-RPC request ({said.message.get('method')})",
+                             "server-to-client requests travel only inside InputRequiredResult in 2026-07-28",
+                             _method_of(x, i), i))
+    return out

@@ -55,6 +55,46 @@ def method_may_be_unknown(x: Exchange, method: str | None) -> bool:
     return advertised is not True
 
 
+PARAM_LOOKUP_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+
+
+def defect_codes(x: Exchange, pair: Pair) -> set[int]:
+    """Error codes some defect of this request other than the probed one could legitimately draw.
+
+    DIGEST 2 (last paragraph): with several defects, any listed error matching one of them is
+    fine. The oracle cannot see every defect (is this tool name known?), so this is the set of
+    codes it cannot rule out: a wrong code outside it is still reported.
+    """
+    sent = pair.sent
+    codes: set[int] = set()
+    if not sent.envelope_ok or not sent.id_readable:
+        codes |= {wire.INVALID_REQUEST, wire.PARSE_ERROR}
+    if method_may_be_unknown(x, sent.method):
+        codes.add(wire.METHOD_NOT_FOUND)
+    if sent.version_missing or sent.caps_missing or not isinstance(sent.caps, dict) \
+            or not isinstance(sent.version, str) or sent.method in PARAM_LOOKUP_METHODS \
+            or (sent.params is not None and "cursor" in sent.params) or _params_invalid(pair):
+        codes.add(wire.INVALID_PARAMS)
+    if sent.method in wire.INPUT_REQUIRED_METHODS:
+        codes.add(wire.MISSING_CLIENT_CAPABILITY)
+    if not sent.version_missing and (not isinstance(sent.version, str) or surely_unsupported(x, sent.version)
+                                     or (x.supported_versions is None and sent.version != wire.MODERN_VERSION)):
+        codes.add(wire.UNSUPPORTED_PROTOCOL_VERSION)
+    if x.transport == "http" and (header_defects(pair) or sent.version_missing):
+        codes.add(wire.HEADER_MISMATCH)
+    return codes
+
+
+def _params_invalid(pair: Pair) -> bool:
+    """Whether the request fails its method's request schema (then -32602 is a fair answer)."""
+    from fuzz.oracle.schemas import request_validator
+
+    if pair.method is None or not isinstance(pair.sent.message, dict):
+        return False
+    validate = request_validator(pair.method)
+    return validate is not None and bool(validate(pair.sent.message))
+
+
 def _missing(pair: Pair) -> list[str]:
     sent = pair.sent
     missing = []
@@ -70,7 +110,7 @@ def meta_04(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     for pair in x.pairs:
         sent = pair.sent
-        if sent.kind != "request" or not sent.envelope_ok or not sent.id_readable:
+        if sent.kind != "request" or not sent.envelope_ok or not sent.id_readable or sent.legacy:
             continue
         missing = _missing(pair)
         if not missing:
@@ -134,6 +174,8 @@ def meta_06(x: Exchange) -> list[Violation]:
         if said.code != wire.UNSUPPORTED_PROTOCOL_VERSION:
             continue
         pair = x.pair_at.get(x.answer_of.get(i, -1))
+        if pair is not None and pair.sent.legacy:
+            continue
         method = pair.method if pair else None
         data = said.error.get("data")
         problems = []
@@ -153,7 +195,8 @@ def meta_06(x: Exchange) -> list[Violation]:
             out.append(Violation("META-06", "MUST", f"-32022 sent with HTTP {status}, not 400", "", method, i))
     for pair in x.pairs:
         sent = pair.sent
-        if sent.kind != "request" or not sent.id_readable or not surely_unsupported(x, sent.version):
+        if sent.kind != "request" or not sent.id_readable or sent.legacy_context \
+                or not surely_unsupported(x, sent.version):
             continue
         for i, said in x.answers(pair):
             if said.kind == "result":
@@ -236,6 +279,8 @@ def disc_08(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     for pair in x.pairs:
         sent = pair.sent
+        if sent.legacy_context:
+            continue
         for i, said in x.answers(pair):
             if said.code == wire.UNSUPPORTED_PROTOCOL_VERSION:
                 data = said.error.get("data")

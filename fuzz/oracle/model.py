@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 Strength = Literal["MUST", "SHOULD", "HEURISTIC"]
 Era = Literal["modern", "legacy"]
 Scope = Literal["pair", "transcript"]
-ExpectKind = Literal["error", "no-reply", "error-or-ignore", "not-complete", "result"]
+ExpectKind = Literal[
+    # the reply kinds of strategies.malformed.Expect, with the same meaning:
+    "error", "error-or-ignore", "no-reply", "error-or-input-required", "error-or-as-valid", "as-valid", "any",
+    # and three the properties need beyond malformed frames:
+    "not-complete", "result", "rejected",
+]
+FOUR_XX: Final = frozenset(range(400, 500))
 
 MODERN: Final[frozenset[Era]] = frozenset({"modern"})
 BOTH_ERAS: Final[frozenset[Era]] = frozenset({"modern", "legacy"})
@@ -69,20 +75,26 @@ class Rule:
 class Expectation:
     """What the caller knows the server must do with one frame it sent (usually a malformed one).
 
-    Passed to `judge` as `{send_event_index: Expectation}`.
+    Passed to `judge` as `{send_event_index: Expectation}`; `from_case` converts a
+    `strategies.malformed.MalformedCase` (or its `Expect`) for one transport.
 
-    kind:
-      - "error": a JSON-RPC error must come back; its code in `codes` and (HTTP) its status in
-        `statuses`, when those are non-empty.
-      - "no-reply": nothing may answer (a notification). Over HTTP: 202 with an empty body, or a
-        4xx whose optional error body has no id (HTTP-05); `statuses` narrows it.
-      - "error-or-ignore": the spec leaves the reaction open (UNSPEC); only survival is judged.
-      - "not-complete": anything but a successful "complete" result (e.g. tampered requestState,
-        MRTR-13: an error or a fresh input_required are both fine).
-      - "result": a successful result must come back (e.g. an MRTR retry served by another process).
+    kind (a reply is a JSON-RPC result or error; "silence" is no reply at all, on HTTP a body
+    without a JSON-RPC message):
+      - "error": an error; its code in `codes`, its HTTP status in `statuses` (default 4xx).
+      - "error-or-ignore": an error or silence, never a result (HTTP default: 202 or 4xx).
+      - "no-reply": silence (HTTP: 202, or a 4xx whose optional error body has no id, HTTP-05).
+      - "error-or-input-required": an error or a fresh input_required result (MRTR-15/16).
+      - "error-or-as-valid": an error or a result, not silence.
+      - "as-valid": a reply, whatever it is (error codes are not judged).
+      - "any": anything; only survival is judged.
+      - "not-complete": anything but a successful complete result, silence included (a
+        tampered requestState, MRTR-13; a null id, RPC-04).
+      - "result": a result (an MRTR retry served by another process, MRTR-18).
+      - "rejected": an error, or a result with isError true (invalid tool input, DIGEST 18.2).
     rule/strength: what a wrong reaction is reported as (the rule the frame probes).
+    forbid_headers: response headers (any case) that must not come back (e.g. Mcp-Session-Id).
     sentinel: also judge liveness: the next well-formed request after this frame on the same
-      process must be answered properly; failing that is HEURISTIC under `rule` (DIGEST 18/§15 robustness).
+      process must be answered properly; failing that is HEURISTIC under `rule`.
     eras: the campaign eras in which this expectation holds.
     """
 
@@ -94,18 +106,53 @@ class Expectation:
     mutation: str | None = None
     sentinel: bool = True
     eras: frozenset[Era] = MODERN
+    forbid_headers: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         # Callers pass lists or sets from JSON; keep the dataclass hashable and comparable.
         object.__setattr__(self, "codes", frozenset(self.codes))
         object.__setattr__(self, "statuses", frozenset(self.statuses))
         object.__setattr__(self, "eras", frozenset(self.eras))
+        object.__setattr__(self, "forbid_headers", frozenset(h.lower() for h in self.forbid_headers))
+
+    def default_statuses(self) -> frozenset[int]:
+        """The HTTP statuses judged acceptable when `statuses` is empty (as strategies.malformed does)."""
+        if self.statuses:
+            return self.statuses
+        if self.kind == "error":
+            return FOUR_XX
+        if self.kind in ("error-or-ignore", "no-reply"):
+            return FOUR_XX | {202}
+        return frozenset()
+
+    @classmethod
+    def from_case(cls, case: Any, transport: str, *, sentinel: bool = True) -> Expectation:
+        """From a `strategies.malformed.MalformedCase` (duck-typed: `.expect`, `.rule`, `.mutation`)."""
+        return cls.from_expect(case.expect, case.rule, transport, mutation=case.mutation, sentinel=sentinel)
+
+    @classmethod
+    def from_expect(cls, expect: Any, rule: str, transport: str, *, mutation: str | None = None,
+                    sentinel: bool = True) -> Expectation:
+        """From a `strategies.malformed.Expect` for one transport. UNSPEC becomes HEURISTIC, a
+        "modern-only" expectation holds only in the modern era, "client-rejects" (a server->client
+        frame) judges nothing but survival."""
+        kind = expect.reply if expect.reply != "client-rejects" else "any"
+        codes = expect.allowed_codes(transport) if hasattr(expect, "allowed_codes") else expect.codes
+        strength = {"MUST": "MUST", "SHOULD": "SHOULD"}.get(expect.strength, "HEURISTIC")
+        # JSON-RPC and stdio framing hold in both eras; everything else is 2026-07-28 semantics.
+        era_free = rule.startswith(("RPC-", "STDIO-")) and rule != "RPC-13"
+        eras = BOTH_ERAS if era_free and getattr(expect, "only_if", None) != "modern-only" else MODERN
+        return cls(
+            kind=kind, rule=rule, codes=frozenset(codes or ()), statuses=frozenset(expect.http_statuses or ()),
+            strength=strength, mutation=mutation, sentinel=sentinel, eras=eras,  # type: ignore[arg-type]
+            forbid_headers=frozenset(getattr(expect, "forbid_headers", ()) or ()),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind, "rule": self.rule, "codes": sorted(self.codes),
             "statuses": sorted(self.statuses), "strength": self.strength, "mutation": self.mutation,
-            "sentinel": self.sentinel, "eras": sorted(self.eras),
+            "sentinel": self.sentinel, "eras": sorted(self.eras), "forbid_headers": sorted(self.forbid_headers),
         }
 
     @classmethod
@@ -114,7 +161,7 @@ class Expectation:
             kind=data["kind"], rule=data["rule"], codes=frozenset(data.get("codes", ())),
             statuses=frozenset(data.get("statuses", ())), strength=data.get("strength", "MUST"),
             mutation=data.get("mutation"), sentinel=data.get("sentinel", True),
-            eras=frozenset(data.get("eras", MODERN)),
+            eras=frozenset(data.get("eras", MODERN)), forbid_headers=frozenset(data.get("forbid_headers", ())),
         )
 
 

@@ -70,6 +70,17 @@ def result_validator(method: str, result_type: Any) -> Validate | None:
     return type_validator(name) if name else None
 
 
+@lru_cache(maxsize=32)
+def request_validator(method: str) -> Validate | None:
+    """A validator for a whole request frame of `method` (None when the method has no schema)."""
+    source = _strategies_source()
+    if source is not None:
+        name = source.requests.get(method)
+        return type_validator(name) if name else None
+    name = {m: t.removesuffix("Result") + "Request" for m, t in COMPLETE_RESULT_TYPES.items()}.get(method)
+    return type_validator(name) if name else None
+
+
 @lru_cache(maxsize=128)
 def type_validator(name: str) -> Validate | None:
     """A cached validator for one `$defs` type of the 2026-07-28 schema; None if the type is unknown."""

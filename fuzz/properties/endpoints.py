@@ -109,6 +109,12 @@ class StdioEndpoint(Endpoint):
         except SpawnError as exc:
             raise HarnessError(f"cannot start {self.spec.text!r}: {exc}") from None
 
+    def discard_warm(self) -> None:
+        conn, self._warm = self._warm, None
+        if conn is not None:
+            conn.rebind(Transcript(target=self.spec.text, transport="stdio"), note="closing")
+            self._bg.submit(conn.close)
+
     def warm(self, transcript: Transcript) -> Connection:
         conn = self._warm
         self._warm = None
@@ -245,6 +251,11 @@ class HttpSpawnEndpoint(Endpoint):
 
     def fresh(self, transcript: Transcript) -> Connection:
         return self._connect(transcript, self._take_instance())
+
+    def discard_warm(self) -> None:
+        pool, self._warm = self._warm, None
+        if pool is not None:
+            self._bg.submit(pool.stop)
 
     def warm(self, transcript: Transcript) -> Connection:
         pool = self._warm

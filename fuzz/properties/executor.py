@@ -55,6 +55,9 @@ class Endpoint(ABC):
         """Done with `conn` for this example; keep it warm if allowed and alive, else end it."""
         conn.close()
 
+    def discard_warm(self) -> None:  # noqa: B027 - optional hook
+        """Forget the warm process (it just took part in a failure; its state is suspect)."""
+
     def is_alive(self, conn: Connection) -> bool:
         """Whether the process behind `conn` can still answer (cheap: no request is sent)."""
         return conn.alive()

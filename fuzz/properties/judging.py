@@ -36,17 +36,32 @@ def judge_run(prop: Property, run: Run, ctx: Context) -> list[Violation]:
     return own + rest
 
 
-def primary(violations: Sequence[Violation]) -> Violation:
-    """The violation an example is filed under: the strongest, own-check first among equals."""
-    best = min(range(len(violations)), key=lambda i: (strength_rank(violations[i].strength), i))
-    return violations[best]
+def primary(violations: Sequence[Violation], run: Run | None = None) -> Violation:
+    """The violation an example is filed under: the strongest; among equals the property's own,
+    then one of a rule a malformed frame of the case probes (the death after a blank line is
+    STDIO-02's, not the unanswered sentinel's), then the earliest."""
+    probed: set[str] = set()
+    if run is not None:
+        for step in run.case.steps:
+            if isinstance(step.expect, dict) and isinstance(step.expect.get("rule"), str):
+                probed.add(step.expect["rule"])
+    own = run.own if run is not None else set()
+
+    def rank(i: int) -> tuple[int, int, int, int]:
+        v = violations[i]
+        return (strength_rank(v.strength), 0 if v in own else 1, 0 if v.rule in probed else 1, i)
+
+    return violations[min(range(len(violations)), key=rank)]
 
 
 def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
     """The method and mutation a violation belongs to: those of the step whose frame it is about
     (the send at its event index, or the latest send before it on the same process)."""
-    step = _step_of(run, v.event_index)
-    method = v.method
+    probing = _probing_step(run, v)
+    step = probing if probing is not None else _step_of(run, v.event_index)
+    # A violation of the rule a malformed frame probes belongs to that frame (a death after a
+    # blank line is the blank line's, even though the unanswered sentinel is what shows it).
+    method = None if probing is not None else v.method
     mutation = None
     if step is not None:
         s = run.case.steps[step]
@@ -61,7 +76,37 @@ def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
                 method = frame["method"]
             else:
                 method = s.method
-    return method, mutation
+    return _bucket_method(method), mutation
+
+
+#: Methods a finding is bucketed under by name; any other name (fuzzers invent many) is one bucket.
+KNOWN_METHODS = frozenset({
+    "server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
+    "resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
+    "notifications/cancelled", "initialize", "notifications/initialized", "ping", "logging/setLevel",
+    "resources/subscribe", "resources/unsubscribe",
+})
+UNKNOWN_METHOD = "(unknown method)"
+
+
+def _bucket_method(method: str | None) -> str | None:
+    if method is None or method in KNOWN_METHODS:
+        return method
+    return UNKNOWN_METHOD
+
+
+def _probing_step(run: Run, v: Violation) -> int | None:
+    """The latest step at or before the violation whose malformed frame probes its rule."""
+    if v in run.own:
+        return None
+    limit = v.event_index if v.event_index is not None else len(run.transcript.events)
+    best: int | None = None
+    for k, step in enumerate(run.case.steps):
+        probed = step.expect.get("rule") if isinstance(step.expect, dict) else None
+        idx = run.sends.get(k)
+        if probed == v.rule and idx is not None and idx <= limit:
+            best = k
+    return best
 
 
 def _step_of(run: Run, event_index: int | None) -> int | None:
@@ -99,7 +144,7 @@ def evidence_for(
         rule=v.rule, strength=v.strength, title=v.title, method=method, transport=transport,
         mutation=mutation, property=prop.name, case=run.case.to_json(), transcript=run.transcript.to_json(),
         violations=[violation_json(x) for x in violations], reproduce_blob=blob,
-        hypothesis_version=hypothesis_version, note=note,
+        hypothesis_version=hypothesis_version, note=note, target=run.transcript.target,
     )
 
 

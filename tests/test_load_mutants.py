@@ -1,0 +1,45 @@
+"""The load run on two mutants of the reference server.
+
+- `--bug slow-leak` keeps every request's bytes: the sampled server memory grows past the
+  threshold and that alone fails the run (MRTR-17, heuristic).
+- `--bug missing-result-type` drops `resultType` (RT-01): the oracle, run on every response,
+  reports it as a violation, which fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_load(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = cwd / "out"
+    proc = subprocess.run([sys.executable, "-m", "load", "--out", str(out), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+    summary_path = out / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    return proc, summary
+
+
+def test_slow_leak_mutant_memory_growth_is_reported(tmp_path: Path) -> None:
+    proc, summary = run_load(["--bug", "slow-leak", "--users", "6", "--run-time", "4s", "--check-every", "0",
+                              "--memory-threshold-mb", "6"], tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
+    memory = summary["memory"]
+    assert memory["exceeded"] and memory["growth_mb"] > 6 and memory["rule"] == "MRTR-17"
+    assert memory["bytes_per_request"] > 4096  # the mutant keeps >= 8 KiB per request
+    assert summary["failures"] == 0  # the requests themselves were answered fine
+    assert summary["verdict"]["reasons"] == [f"server memory grew {memory['growth_mb']:.1f} MB"]
+    assert "GROWTH" in proc.stdout
+
+
+def test_missing_result_type_mutant_is_caught_by_the_oracle(tmp_path: Path) -> None:
+    proc, summary = run_load(["--bug", "missing-result-type", "--users", "3", "--run-time", "3s",
+                              "--check-every", "1", "--mix", "tools/list=1,tools/call=1"], tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
+    assert summary["violations"] > 0
+    assert "RT-01" in summary["violations_by_rule"], summary["violations_by_rule"]
+    assert "violation RT-01" in summary["failures_by_kind"]
+    assert "RT-01" in proc.stdout
