@@ -343,20 +343,21 @@ class Session:
             self.catalog.resources = [
                 r for r in self._list("resources/list", "resources") if isinstance(r.get("uri"), str)
             ]
+            # optional for a server with resources: an error here only means "no templates"
             self.catalog.templates = [
-                t for t in self._list("resources/templates/list", "resourceTemplates")
+                t for t in self._list("resources/templates/list", "resourceTemplates", optional=True)
                 if isinstance(t.get("uriTemplate"), str)
             ]
         if "prompts" in self.catalog.capabilities:
             self.catalog.prompts = [p for p in self._list("prompts/list", "prompts") if isinstance(p.get("name"), str)]
         return True
 
-    def _list(self, method: str, key: str) -> list[dict[str, Any]]:
+    def _list(self, method: str, key: str, *, optional: bool = False) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         for _ in range(MAX_LIST_PAGES):
             reply = self._post(method, {"cursor": cursor} if cursor is not None else {})
-            self._record(method, reply)
+            self._record(method, reply, rpc_error_expected=optional)
             result = reply.result
             if reply.failure is not None or result is None:
                 break

@@ -101,7 +101,7 @@ class Limits:
 
     max_ref_depth: int = 1
     max_items: int = 3
-    max_extra_keys: int = 3
+    max_extra_keys: int = 2
     max_string: int = 16
     min_int: int = -JSON_SAFE_INT
     max_int: int = JSON_SAFE_INT

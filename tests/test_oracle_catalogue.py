@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_oracle_reference import SERVE, TIMEOUT, _listening_url, show
 
 from fuzz.oracle import Expectation, judge
-from strategies.malformed import MUTATIONS, base_methods, malformed_case, mutation_names
+from strategies.malformed import MUTATIONS, base_methods, malformed_case, malformed_retry, mutation_names
 from targets import wire
 from targets.connection import Connection, is_response_to
 from targets.http_driver import HttpConnection
@@ -93,7 +93,7 @@ def _case_strategy(name: str) -> st.SearchStrategy[Any]:
     return st.sampled_from(methods).flatmap(lambda m: malformed_case(name, method=m))
 
 
-CASE_SETTINGS = settings(max_examples=3, derandomize=True, database=None, deadline=None,
+CASE_SETTINGS = settings(max_examples=2, derandomize=True, database=None, deadline=None,
                          suppress_health_check=list(HealthCheck))
 
 
@@ -126,5 +126,46 @@ def test_http_reaction_to_every_mutation(http_url: str, name: str) -> None:
             conn.close()
         found = judge(transcript, expectations=expectations)
         assert found == [], f"{name}: {case.lines!r} {case.http_headers!r}\n" + show(found, transcript)
+
+    check()
+
+
+RETRY_NAMES = [n for n in mutation_names() if MUTATIONS[n].base == "retry"]
+
+
+def _first_leg(conn: Connection, rid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A real MRTR first leg on the reference: create_event without startsAt asks for it."""
+    request = wire.build_request(rid, "tools/call", {"name": "create_event", "arguments": {"title": "standup"}},
+                                 capabilities={"elicitation": {}})
+    index = conn.send(request)
+    if conn.transport == "stdio":
+        conn.read_until(lambda e: is_response_to(e, rid), TIMEOUT, since=index, awaited=f"response to id {rid!r}")
+    reply = next(e.message for e in conn.transcript.events[index:] if is_response_to(e, rid))
+    assert reply["result"]["resultType"] == "input_required", reply
+    return request, reply["result"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("name", RETRY_NAMES)
+def test_reaction_to_every_retry_mutation(stdio_server: StdioConnection, http_url: str, transport: str,
+                                          name: str) -> None:
+    @CASE_SETTINGS
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        transcript = Transcript(f"reference ({name})", transport)  # type: ignore[arg-type]
+        if transport == "stdio":
+            stdio_server.rebind(transcript)
+            conn: Connection = stdio_server
+        else:
+            conn = HttpConnection(transcript, [http_url], timeout=TIMEOUT)
+        try:
+            request, result = _first_leg(conn, "first-leg")
+            case = data.draw(malformed_retry(name, request, result))
+            transcript, expectations = _run(conn, case, transport)
+        finally:
+            if transport == "http":
+                conn.close()
+        found = judge(transcript, expectations=expectations)
+        assert found == [], f"{name}: {case.lines!r}\n" + show(found, transcript)
 
     check()

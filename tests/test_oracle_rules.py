@@ -175,6 +175,14 @@ def _(broken: bool) -> Crafter:
     return c
 
 
+@case("RPC-06", "a lenient reading of trailing garbage may answer with the id it found")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(None, raw=wire.encode_line(call(7))[:-1] + b"garbage\n")
+    c.recv(ok(8 if broken else 7, TOOL_OK))
+    return c
+
+
 # RPC-07
 @case("RPC-07", "HTTP error with another id")
 def _(broken: bool) -> Crafter:

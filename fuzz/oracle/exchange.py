@@ -10,10 +10,13 @@ latest notification, which is how a reply to a notification (RPC-10) is caught.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+import orjson
 
 from fuzz.oracle.facts import (
     Said,
@@ -239,6 +242,15 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
             return
         x.orphans.append((recv, "null-id"))
         return
+    # A lenient server may read an id out of bytes that were not one JSON value (trailing
+    # garbage, a split line): answer the oldest such frame whose bytes carry that id.
+    token = re.compile(rb'"id"\s*:\s*' + re.escape(orjson.dumps(said.id)) + rb"\s*[,}]")
+    for send_index in state.unreadable:
+        raw = x.events[send_index].raw
+        if x.sent[send_index].message is None or x.sent[send_index].kind == "split":
+            if raw is not None and token.search(raw):
+                take(send_index, by_position=True)
+                return
     reason: OrphanReason = "duplicate" if id_key(said.id) in state.answered else "unknown-id"
     x.orphans.append((recv, reason))
 

@@ -139,7 +139,10 @@ def _http_reaction(x: Exchange, pair: Pair, exp: Expectation, allows: _Allows,
                                  "bad input should be refused, not crash the handler", method, i))
         elif allowed and status not in allowed and not (success and 200 <= status < 300
                                                         and (allows.complete or allows.input_required)):
-            out.append(Violation(exp.rule, exp.strength, f"{label} answered with HTTP {status}",
+            # A status the caller named is held at its strength; the 4xx default is only typical
+            # (DIGEST 7.5 leaves most framing errors' status UNSPEC), so a miss there is a heuristic.
+            strength = exp.strength if exp.statuses else "HEURISTIC"
+            out.append(Violation(exp.rule, strength, f"{label} answered with HTTP {status}",
                                  f"expected one of {sorted(allowed) if len(allowed) < 20 else '4xx'}", method, i))
     if exp.forbid_headers:
         for i in (*pair.responses, *pair.stream, *pair.http):
@@ -173,14 +176,16 @@ def _is_sentinel(x: Exchange, pair: Pair) -> bool:
 def _sentinel_failure(x: Exchange, sentinel: Pair) -> str | None:
     answers = list(x.answers(sentinel))
     if answers:
+        # A legacy server may refuse a request for its own reasons (-32600 before initialize, say);
+        # only a parse error for a valid line is a sure sign of desynchronised framing there.
+        desync = _DESYNC_CODES if x.era == "modern" else frozenset({wire.PARSE_ERROR})
         for _, said in answers:
             if said.kind == "result":
                 return None
-            if said.code in _DESYNC_CODES:
+            if said.code in desync:
                 return f"the valid request after it was rejected with {said.code} (framing desynchronised?)"
-            if sentinel.method != "server/discover":
-                return None
-            return f"server/discover after it failed with {said.code}"
+            if x.era == "modern" and sentinel.method == "server/discover":
+                return f"server/discover after it failed with {said.code}"
         return None
     if x.transport == "http":
         for i in sentinel.http:

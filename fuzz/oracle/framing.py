@@ -6,6 +6,12 @@ from fuzz.oracle.exchange import Exchange, Pair
 from fuzz.oracle.facts import describe, is_integer, same_id_value
 from fuzz.oracle.model import BOTH_ERAS, Violation, rule
 
+# HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
+# their optional error body has no id (HTTP-12, HTTP-13; the others are UNSPEC).
+TRANSPORT_REJECTIONS = frozenset({401, 403, 405, 406, 413, 415})
+# Frames the server cannot have read as one message: it may answer them with whatever id it made out.
+UNREAD_FRAMES = frozenset({"unparseable", "split", "empty"})
+
 
 def _batch_sent_before(x: Exchange, recv: int) -> bool:
     """Whether an array (batch) frame went to the same process before `recv`: a reply to a batch is UNSPEC (RPC-11)."""
@@ -107,6 +113,8 @@ def rpc_06(x: Exchange) -> list[Violation]:
             if not isinstance(said.result, dict):
                 out.append(Violation("RPC-06", "MUST", "result is not an object",
                                      f"result is {describe(said.result)}", pair.method, i))
+            if pair.sent.kind in UNREAD_FRAMES and said.has_id and said.id is not None:
+                continue  # the server read an id out of bytes that are no one JSON value: its call
             if not (said.has_id and pair.sent.has_id and same_id_value(said.id, pair.sent.id)):
                 # (a null id echoed for a null-id request carries "the same id": the request,
                 # not the reply, broke RPC-04, and an expectation judges the reaction)
@@ -139,8 +147,8 @@ def rpc_07(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     for pair in x.pairs:
         sent = pair.sent
-        if sent.kind == "notification":
-            continue  # RPC-10
+        if sent.kind == "notification" or sent.kind in UNREAD_FRAMES:
+            continue  # RPC-10; bytes that are no one JSON value have no id to compare with
         for i, said in x.answers(pair):
             if said.kind != "error":
                 continue
@@ -150,7 +158,7 @@ def rpc_07(x: Exchange) -> list[Violation]:
                 out.append(Violation("RPC-07", "MUST", "error carries a different id than the request",
                                      f"request id {describe(sent.id) if sent.has_id else '<none>'}, "
                                      f"error id {describe(said.id)}", pair.method, i))
-            elif sent.id_readable and sent.envelope_ok:
+            elif sent.id_readable and sent.envelope_ok and x.events[i].status not in TRANSPORT_REJECTIONS:
                 # §18.4 lets absent/null stand only for an id that could not be read.
                 out.append(Violation("RPC-07", "MUST", "error omits a readable request id",
                                      f"request id {describe(sent.id)}", pair.method, i))

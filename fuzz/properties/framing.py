@@ -6,8 +6,9 @@ mutation carries (answer with an error, or ignore, as the rule says); the sentin
 judged like any answer (the server is alive, wrote only JSON-RPC, and answers correctly). The
 frames go to the warm process, one example after another: start-up is paid once, not per frame.
 
-Mutations come from the strategies' malformed catalogue when it is installed, with its expected
-reactions; a small built-in catalogue covers the same ground otherwise.
+Mutations come from the strategies' malformed catalogue (`strategies.malformed`, each with its
+expected reaction), except those that need a live MRTR state (the mrtr property plays them for
+real), plus a blank line on stdio, which the catalogue does not have.
 """
 
 from __future__ import annotations
@@ -137,22 +138,56 @@ def _builtin(transport: str) -> list[Callable[[int | str, str], Malformed]]:
     return out
 
 
-def malformed_frames(transport: str) -> st.SearchStrategy[Malformed]:
-    """The strategies' catalogue when present, else the built-in one, as Malformed values."""
-    try:
-        from strategies import malformed as catalogue  # type: ignore[attr-defined]
-    except ImportError:
-        catalogue = None
-    if catalogue is not None and hasattr(catalogue, "malformed_cases"):
-        return catalogue.malformed_cases(transport).map(_from_catalogue)  # pragma: no cover - adapter
-    makers = _builtin(transport)
-    rid = st.one_of(st.integers(1, 10_000), st.text(alphabet="abcdef0123456789", min_size=1, max_size=8))
-    text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", max_size=8)
-    return st.builds(lambda make, r, t: make(r, t), st.sampled_from(makers), rid, text)
+_CATALOGUE_CACHE: dict[str, st.SearchStrategy[list[Malformed]]] = {}
+#: Malformed frames that need a live server's state; the mrtr property plays those for real.
+_SKIP_LEVELS = frozenset({"retry"})
+#: The catalogue has no frame that is only a line terminator; a server that reads an empty line
+#: as end of input (STDIO-02) is a real bug class, so the framing property adds it.
+EXTRA_STDIO = ("blank-line",)
 
 
-def _from_catalogue(item: Any) -> Malformed:  # pragma: no cover - adapter, see malformed_frames
-    return item if isinstance(item, Malformed) else Malformed(**item)
+def malformed_frames(transport: str) -> st.SearchStrategy[list[Malformed]]:
+    """One malformed transmission (one or more frames) from the strategies' catalogue, or an extra."""
+    cached = _CATALOGUE_CACHE.get(transport)
+    if cached is not None:
+        return cached
+    from strategies import malformed as catalogue
+
+    names = [n for n in catalogue.mutation_names(transport=transport)
+             if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
+    cases = catalogue.any_malformed_case(transport=transport, names=names).map(
+        lambda c: _from_catalogue(c, transport))
+    extras = [make for make in _builtin(transport) if transport == "stdio" and make.__name__ == "blank_line"]
+    strategy: st.SearchStrategy[list[Malformed]] = cases
+    if extras:
+        rid = st.integers(1, 10_000)
+        strategy = st.one_of(cases, st.builds(lambda make, r: [make(r, "")], st.sampled_from(extras), rid))
+    _CATALOGUE_CACHE[transport] = strategy
+    return strategy
+
+
+def _from_catalogue(case: Any, transport: str) -> list[Malformed]:
+    """A `strategies.malformed.MalformedCase` as the frames to send, the first carrying the expectation."""
+    expect = Expectation.from_case(case, transport)
+    out: list[Malformed] = []
+    for i, line in enumerate(case.lines):
+        frame = case.frames[i] if case.frames is not None else None
+        raw = line + case.terminator if transport == "stdio" else line
+        headers = dict(case.http_headers[i]) if transport == "http" and case.http_headers else None
+        readable = isinstance(frame, dict) and "method" in frame and _plain_id(frame.get("id"))
+        out.append(Malformed(case.mutation, frame if readable else None, raw, headers,
+                             expect if i == 0 else Expectation("any", case.rule, mutation=case.mutation),
+                             wait="response" if readable else "none"))
+    return out
+
+
+def _plain_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+#: How long to wait for the reply to a malformed frame with a readable id before the sentinel
+#: goes out (a server may answer it with a null id, which only the oracle can pair).
+MALFORMED_REPLY_TIMEOUT = 1.0
 
 
 class FramingProperty(Property):
@@ -164,11 +199,14 @@ class FramingProperty(Property):
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         return st.builds(self._build, id_styles(), st.lists(malformed_frames(ctx.transport), min_size=1, max_size=3))
 
-    def _build(self, id_style: str, items: list[Malformed]) -> Case:
+    def _build(self, id_style: str, items: list[list[Malformed]]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style, first_id=1_000_001)
-        for m in items:
-            b.add(Step(proc=0, frame=m.frame, raw=m.raw, headers=m.headers, wait=m.wait,  # type: ignore[arg-type]
-                       label=m.name, expect=m.expect.to_json(), mutation=m.name))
+        for group_no, frames in enumerate(items):
+            group = group_no if len(frames) > 1 else None  # a pair goes out together (in flight at once)
+            for m in frames:
+                b.add(Step(proc=0, frame=m.frame, raw=m.raw, headers=m.headers, wait=m.wait,  # type: ignore[arg-type]
+                           label=m.name, expect=m.expect.to_json(), mutation=m.name, group=group,
+                           timeout=MALFORMED_REPLY_TIMEOUT))
             b.sentinel(0)
         return b.build(warm=[0])
 

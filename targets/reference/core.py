@@ -116,6 +116,11 @@ class Ctx:
             self.notes.append(note)
 
 
+def _echo(key: str, value: Any) -> dict[str, Any] | None:
+    """Error data naming the offending value, only when it is a short string (never echo structures)."""
+    return {key: value} if type(value) is str and len(value) <= 1024 else None
+
+
 def _b64e(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
 
@@ -211,6 +216,10 @@ class Core:
             result = handler(ctx)
         except RpcError as err:
             return self._error(rid, err.code, err.message, http, err.data)
+        except StateError as exc:
+            return self._error(rid, INVALID_PARAMS, f"Invalid params: {exc.reason}", http)
+        except Exception:  # an unexpected failure must cost one request, never the process
+            return self._error(rid, INTERNAL_ERROR, "Internal error", http)
         result_meta = result.get("_meta")
         result["_meta"] = _RESULT_META if result_meta is None else {**_RESULT_META, **result_meta}
         if self._b_no_result_type and result["resultType"] == "complete":
@@ -222,8 +231,15 @@ class Core:
         if http is not None and self._b_cross_ids:
             out_id = rid if self._last_http_id is None else self._last_http_id
             self._last_http_id = rid
-        body = orjson.dumps({"jsonrpc": "2.0", "id": out_id, "result": result})
+        try:
+            body = orjson.dumps({"jsonrpc": "2.0", "id": out_id, "result": result})
+        except orjson.JSONEncodeError:
+            return self._error(rid, INTERNAL_ERROR, "Internal error: result not serialisable", http)
         return Reply(body=body, notes=ctx.notes)
+
+    def frame_too_large(self) -> Reply:
+        """The reply to a stdio line longer than the adapter accepts: a parse error without id."""
+        return self._error(_NO_ID, PARSE_ERROR, "Parse error: message too large", None)
 
     # --- envelope helpers ---
 
@@ -322,7 +338,7 @@ class Core:
 
     def _no_cursor(self, ctx: Ctx) -> None:
         if "cursor" in ctx.params:
-            raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor", {"cursor": ctx.params["cursor"]})
+            raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor", _echo("cursor", ctx.params["cursor"]))
 
     def _tools_list(self, ctx: Ctx) -> dict[str, Any]:
         if "list-input-required" in self.bugs and "requestState" not in ctx.params:
@@ -347,7 +363,7 @@ class Core:
             match = None
         offset = int(match.group(1)) if match else -1
         if offset <= 0 or offset >= count or offset % catalog.TOOLS_PAGE_SIZE or _b64e(f"tools:{offset}") != cursor:
-            raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor", {"cursor": cursor})
+            raise RpcError(INVALID_PARAMS, "Invalid params: invalid cursor", _echo("cursor", cursor))
         return offset
 
     def _tools_call(self, ctx: Ctx) -> dict[str, Any]:
@@ -356,7 +372,7 @@ class Core:
             raise RpcError(INVALID_PARAMS, "Invalid params: name must be a string")
         fn = tools.TOOL_FUNCTIONS.get(name)
         if fn is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}", {"name": name})
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown tool", _echo("name", name))
         args = ctx.params.get("arguments", {})
         if type(args) is not dict:
             raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
@@ -391,7 +407,7 @@ class Core:
                                  "events": self.store.list_events(calendar_id, 100)}).decode()
             contents = [{"uri": uri, "mimeType": "application/json", "text": text}]
         else:
-            raise RpcError(INVALID_PARAMS, "Resource not found", {"uri": uri})
+            raise RpcError(INVALID_PARAMS, "Resource not found", {"uri": uri})  # SEP-2164: data.uri
         return {"resultType": "complete", "contents": contents, "ttlMs": catalog.READ_TTL_MS,
                 "cacheScope": "public"}
 
@@ -403,7 +419,7 @@ class Core:
     def _prompts_get(self, ctx: Ctx) -> dict[str, Any]:
         name = ctx.params.get("name")
         if name != "prepare_week":
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}", {"name": name})
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown prompt", _echo("name", name))
         args = ctx.params.get("arguments", {})
         if type(args) is not dict or any(type(v) is not str for v in args.values()):
             raise RpcError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")

@@ -123,6 +123,10 @@ class _Conn(asyncio.Protocol):
         old = self.headers.get(key)
         self.headers[key] = text if old is None else old + ", " + text
 
+    def on_headers_complete(self) -> None:
+        if self.headers.get("expect", "").lower() == "100-continue" and self.transport is not None:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
     def on_body(self, body: bytes) -> None:
         self.body_len += len(body)
         if self.body_len <= MAX_BODY:
@@ -131,7 +135,10 @@ class _Conn(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.listen is not None or self.closing:
             return
-        self._dispatch()
+        try:
+            self._dispatch()
+        except Exception:  # one broken request must not take the connection's loop down silently
+            self._plain(500, b"internal error", close=True)
 
     # --- request handling ---
 

@@ -61,7 +61,10 @@ _B64_ALPHABET: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 
 def args_digest(arguments: Any) -> str:
     """Digest of the salient params: key order does not matter, any value change does."""
-    canonical = orjson.dumps(arguments if arguments is not None else {}, option=orjson.OPT_SORT_KEYS)
+    try:
+        canonical = orjson.dumps(arguments if arguments is not None else {}, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        raise StateError("arguments too deeply nested") from None
     return _b64e(hashlib.sha256(canonical).digest()[:18])
 
 

@@ -81,7 +81,7 @@ def serve_stdio(core: Core, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
                         pending_len += len(chunk) - start
                         if pending_len > MAX_LINE:
                             pending, pending_len, skipping = [], 0, True
-                            out.line(core.handle_message(b"\x00").body or b"")
+                            out.line(core.frame_too_large().body or b"")
                     break
                 if skipping:
                     skipping = False

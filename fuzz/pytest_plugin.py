@@ -1,0 +1,104 @@
+"""mcp-gauntlet's pytest plugin: `--mcp-target`, and the fixtures the property suite runs on.
+
+Registered through the `pytest11` entry point, so installing mcp-gauntlet is enough:
+
+    pytest --pyargs fuzz.properties.suite --mcp-target "stdio:python my_server.py"
+
+runs every property as an ordinary Hypothesis test (so HypoFuzz can run them too), and a
+user's own tests can take the `mcp_session` fixture and call `mcp_session.check("ids", data)`.
+Without `--mcp-target` (or MCP_GAUNTLET_TARGET) the target is the built-in reference server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+TARGET_ENV = "MCP_GAUNTLET_TARGET"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mcp-gauntlet")
+    group.addoption("--mcp-target", default=None, metavar="TARGET",
+                    help="MCP server under test: stdio:<command>, http://127.0.0.1:PORT/PATH or "
+                         "http+spawn:<command with {port}> (default: env MCP_GAUNTLET_TARGET, else the "
+                         "built-in reference server)")
+    group.addoption("--mcp-timeout", default=5.0, type=float, metavar="SECONDS",
+                    help="how long the properties wait for each answer (default 5)")
+
+
+def target_from(config: pytest.Config) -> str | None:
+    """The target the user asked for, or None for the built-in reference server."""
+    try:
+        given = config.getoption("--mcp-target")
+    except ValueError:
+        given = None
+    return given or os.environ.get(TARGET_ENV) or None
+
+
+class McpSession:
+    """One target for a whole pytest session: probed once, processes pooled across tests."""
+
+    def __init__(self, target: str | None, *, timeout: float = 5.0) -> None:
+        from fuzz.campaign import UnusableTarget, prepare_target
+        from fuzz.properties.endpoints import open_endpoint
+        from targets.target_spec import TargetError, parse_target
+
+        try:
+            spec = parse_target(target)
+            self.prepared = prepare_target(spec, timeout=timeout)
+        except (TargetError, UnusableTarget) as exc:
+            raise pytest.UsageError(f"mcp-gauntlet: unusable target: {exc}") from None
+        self.spec = spec
+        self.timeout = timeout
+        self.ctx = self.prepared.context()
+        self.endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
+
+    def check(self, prop_name: str, data: Any) -> None:
+        """Draw one case of the property, play it, and fail with the violations and transcript."""
+        from fuzz.properties.base import all_properties
+        from fuzz.properties.executor import execute
+        from fuzz.properties.judging import judge_run, primary
+        from fuzz.reports import render_transcript_text
+
+        prop = all_properties()[prop_name]
+        reason = prop.applicable(self.ctx)
+        if reason is not None:
+            pytest.skip(f"{prop_name}: {reason}")
+        self.endpoint.prepare(prop.fresh_per_example)
+        case = data.draw(prop.cases(self.ctx), label="case")
+        run = execute(case, self.endpoint, reuse=True, timeout=self.timeout)
+        violations = judge_run(prop, run, self.ctx)
+        if violations:
+            self.endpoint.discard_warm()
+            main = primary(violations, run)
+            lines = [f"{main.strength} {main.rule}: {main.title}", main.detail, "", "violations:"]
+            lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}" for v in violations]
+            lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
+            raise AssertionError("\n".join(lines))
+
+    def close(self) -> None:
+        self.endpoint.close()
+
+
+@pytest.fixture(scope="session")
+def mcp_target(request: pytest.FixtureRequest) -> str | None:
+    """The `--mcp-target` text (None: the built-in reference server)."""
+    return target_from(request.config)
+
+
+@pytest.fixture(scope="session")
+def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
+    """A probed target with pooled processes, shared by every property test of the session."""
+    try:
+        timeout = float(request.config.getoption("--mcp-timeout"))
+    except ValueError:
+        timeout = 5.0
+    session = McpSession(target_from(request.config), timeout=timeout)
+    try:
+        yield session
+    finally:
+        session.close()
