@@ -483,11 +483,13 @@ def run_campaign(
         result.seconds = time.monotonic() - started
         store.interrupted = result.interrupted
         store.write_index()
-    done = {(r.property, r.transport) for r in result.runs}
-    for job in jobs:
-        if (job.property, job.transport) not in done:
-            result.runs.append(PropertyRun(job.property, job.transport, skipped=True,
-                                           note="not run: campaign interrupted" if result.interrupted else "not run"))
+    done = {(r.property, r.transport): r for r in result.runs}
+    result.runs = [
+        done.get((job.property, job.transport)) or PropertyRun(
+            job.property, job.transport, skipped=True,
+            note="not run: campaign interrupted" if result.interrupted else "not run")
+        for job in jobs
+    ]
     return result
 
 

@@ -6,4 +6,8 @@ import sys
 from load.runner import load_main
 
 if __name__ == "__main__":
-    sys.exit(load_main(sys.argv[1:]))
+    try:
+        sys.exit(load_main(sys.argv[1:]))
+    except KeyboardInterrupt:  # servers and Locust are stopped by load_main's finally blocks
+        print("mcp-gauntlet load: interrupted", file=sys.stderr)
+        sys.exit(130)

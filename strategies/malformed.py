@@ -393,7 +393,9 @@ def _nul(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
 
 def _truncated(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
     raw = _dumps(base)
-    cut = len(raw) - 1 - draw(st.integers(0, len(raw) - 2))
+    # Cut only between characters: the line must stay valid UTF-8 and be merely unfinished JSON.
+    cuts = [i for i in range(1, len(raw)) if not 0x80 <= raw[i] <= 0xBF]
+    cut = cuts[len(cuts) - 1 - draw(st.integers(0, len(cuts) - 1))]
     return _Built(raw=[raw[:cut]])
 
 
@@ -424,8 +426,8 @@ def _duplicate_key(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
 
 def _oversized(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
     frame = _copy(base)
-    overhead = len(_dumps(frame)) + len(p.PADDING_META_KEY) + 8
-    frame["params"]["_meta"][p.PADDING_META_KEY] = "x" * max(0, env.size - overhead)
+    frame["params"]["_meta"][p.PADDING_META_KEY] = ""
+    frame["params"]["_meta"][p.PADDING_META_KEY] = "x" * max(0, env.size - len(_dumps(frame)))
     return _Built(frames=[frame])
 
 
@@ -1006,7 +1008,8 @@ def _finish(mutation: Mutation, env: _Env, base: Any, built: _Built) -> Malforme
     if mutation.transport != "stdio" and mutation.direction == "to-server":
         if built.headers is not None:
             headers = tuple(built.headers)
-        elif mutation.level == "pair" and frames is not None:
+        elif mutation.level in ("pair", "retry") and frames is not None:
+            # a retry mutation changes what a conformant client would also put in headers
             headers = tuple(hh.request_headers(f) for f in frames)
         else:
             headers = tuple(hh.request_headers(base) for _ in lines)

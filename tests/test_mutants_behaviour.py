@@ -9,6 +9,7 @@ really broken and that the check is capable of failing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -227,5 +228,8 @@ def test_every_mutant_has_a_check() -> None:
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_mutant_shows_its_deviation_and_reference_does_not(name: str, tmp_path: Path) -> None:
     check = CHECKS[name]
-    assert check(tmp_path / "mutant.sqlite3", (name,)) is True, f"{name} did not deviate"
-    assert check(tmp_path / "reference.sqlite3", ()) is False, f"reference server deviates like {name}"
+    with ThreadPoolExecutor(2) as pool:  # the two probes are independent processes: run them side by side
+        mutant = pool.submit(check, tmp_path / "mutant.sqlite3", (name,))
+        reference = pool.submit(check, tmp_path / "reference.sqlite3", ())
+        assert mutant.result() is True, f"{name} did not deviate"
+        assert reference.result() is False, f"reference server deviates like {name}"

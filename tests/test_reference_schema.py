@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import reference_support as support
-from conftest import require_spec_dir
 from reference_support import HttpServer, StdioServer, complete_mrtr_params, req
 
 
@@ -46,8 +45,8 @@ def _tour(call: object) -> None:
     call(req(19, "tools/call", complete_mrtr_params(first, asked, "2026-08-03T09:00:00Z")))
 
 
-def test_every_result_kind_validates_on_both_transports(tmp_path: Path) -> None:
-    require_spec_dir()
+def test_every_result_kind_validates_on_both_transports(tmp_path: Path, spec_dir: Path) -> None:
+    assert support.SCHEMA_PATH == spec_dir / "2026-07-28" / "schema.json"
     db = tmp_path / "store.sqlite3"
     support.SEEN.clear()
     with StdioServer(db) as stdio:

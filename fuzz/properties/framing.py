@@ -13,7 +13,6 @@ real), plus a blank line on stdio, which the catalogue does not have.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +21,9 @@ from hypothesis import strategies as st
 from fuzz.oracle.model import Expectation
 from fuzz.properties.base import Context, Property
 from fuzz.properties.case import Case, Step
-from fuzz.properties.common import Call, CaseBuilder, id_styles
-from targets import wire
+from fuzz.properties.common import CaseBuilder, id_styles
+
+LONG_LIVED_METHODS = frozenset({"subscriptions/listen"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,112 +38,15 @@ class Malformed:
     wait: str = "none"
 
 
-def _request(rid: int | str, method: str = "server/discover", **kw: Any) -> dict[str, Any]:
-    return Call(method, **kw).frame(rid)
-
-
-def _builtin(transport: str) -> list[Callable[[int | str, str], Malformed]]:
-    """(request id, free text) -> a malformed frame. Kept small; the strategies' catalogue is wider."""
-    rejections = frozenset({wire.INVALID_REQUEST, wire.INVALID_PARAMS, wire.METHOD_NOT_FOUND, wire.PARSE_ERROR})
-
-    def not_json(rid: int | str, text: str) -> Malformed:
-        return Malformed("not-json", None, b'{"jsonrpc": "2.0", "id": ' + text.encode()[:8] + b"\n", None,
-                         Expectation("error-or-ignore", "RPC-01", mutation="not-json"))
-
-    def blank_line(rid: int | str, text: str) -> Malformed:
-        return Malformed("blank-line", None, b"\n", None, Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))
-
-    def invalid_utf8(rid: int | str, text: str) -> Malformed:
-        body = wire.dumps(_request(rid)).replace(b"server/discover", b"server/\xff\xfediscover")
-        return Malformed("invalid-utf8", None, body + b"\n", None,
-                         Expectation("error-or-ignore", "RPC-02", mutation="invalid-utf8"))
-
-    def batch(rid: int | str, text: str) -> Malformed:
-        body = wire.dumps([_request(rid), _request(f"{rid}-b")]) + b"\n"
-        return Malformed("batch", None, body, None, Expectation("error-or-ignore", "RPC-11", mutation="batch"))
-
-    def missing_meta(rid: int | str, text: str) -> Malformed:
-        frame = _request(rid)
-        frame["params"].pop("_meta")
-        return Malformed("meta-missing", frame, None, None,
-                         Expectation("error", "META-04", codes={wire.INVALID_PARAMS, wire.HEADER_MISMATCH},
-                                     statuses={400} if transport == "http" else set(), mutation="meta-missing"),
-                         wait="response")
-
-    def missing_caps(rid: int | str, text: str) -> Malformed:
-        frame = _request(rid)
-        frame["params"]["_meta"].pop(wire.META_CLIENT_CAPABILITIES)
-        return Malformed("meta-capabilities-missing", frame, None, None,
-                         Expectation("error", "META-04", codes={wire.INVALID_PARAMS},
-                                     statuses={400} if transport == "http" else set(),
-                                     mutation="meta-capabilities-missing"), wait="response")
-
-    def bad_version(rid: int | str, text: str) -> Malformed:
-        frame = _request(rid, version="1900-01-01")
-        return Malformed("meta-version-unsupported", frame, None, None,
-                         Expectation("error", "META-06", codes={wire.UNSUPPORTED_PROTOCOL_VERSION},
-                                     statuses={400} if transport == "http" else set(),
-                                     mutation="meta-version-unsupported"), wait="response")
-
-    def unknown_method(rid: int | str, text: str) -> Malformed:
-        frame = _request(rid, method=f"gauntlet/x-{text or 'nothing'}")
-        rule = "HDR-05" if transport == "http" else "DISC-07"
-        return Malformed("method-unknown", frame, None, None,
-                         Expectation("error", rule, codes={wire.METHOD_NOT_FOUND},
-                                     statuses={404} if transport == "http" else set(), mutation="method-unknown"),
-                         wait="response")
-
-    def bad_jsonrpc(rid: int | str, text: str) -> Malformed:
-        frame = _request(rid)
-        frame["jsonrpc"] = "1.0"
-        return Malformed("jsonrpc-version-wrong", frame, None, None,
-                         Expectation("error", "RPC-01", codes=rejections, mutation="jsonrpc-version-wrong"),
-                         wait="response")
-
-    def unknown_notification(rid: int | str, text: str) -> Malformed:
-        frame = {"jsonrpc": "2.0", "method": f"notifications/x-{text or 'nothing'}"}
-        return Malformed("notification-unknown", frame, None, None,
-                         Expectation("no-reply", "RPC-10", mutation="notification-unknown"))
-
-    out = [not_json, invalid_utf8, batch, missing_meta, missing_caps, bad_version, unknown_method,
-           bad_jsonrpc, unknown_notification]
-    if transport == "stdio":
-        out.append(blank_line)
-    else:
-        def header_version(rid: int | str, text: str) -> Malformed:
-            frame = _request(rid)
-            headers = wire.http_headers(frame)
-            headers["MCP-Protocol-Version"] = "2025-11-25"
-            return Malformed("header-version-mismatch", frame, None, headers,
-                             Expectation("error", "HDR-01", codes={wire.HEADER_MISMATCH, wire.UNSUPPORTED_PROTOCOL_VERSION},
-                                         statuses={400}, mutation="header-version-mismatch"), wait="response")
-
-        def header_method(rid: int | str, text: str) -> Malformed:
-            frame = _request(rid)
-            headers = wire.http_headers(frame)
-            headers["Mcp-Method"] = "tools/list"
-            return Malformed("header-method-mismatch", frame, None, headers,
-                             Expectation("error", "HDR-03", codes={wire.HEADER_MISMATCH}, statuses={400},
-                                         mutation="header-method-mismatch"), wait="response")
-
-        def header_method_missing(rid: int | str, text: str) -> Malformed:
-            frame = _request(rid)
-            headers = wire.http_headers(frame)
-            headers.pop("Mcp-Method", None)
-            return Malformed("header-method-missing", frame, None, headers,
-                             Expectation("error", "HDR-02", codes={wire.HEADER_MISMATCH}, statuses={400},
-                                         mutation="header-method-missing"), wait="response")
-
-        out += [header_version, header_method, header_method_missing]
-    return out
+def blank_line(rid: int | str) -> list[Malformed]:
+    """A line that is only its terminator: nothing to answer, nothing to die of (STDIO-02)."""
+    return [Malformed("blank-line", None, b"\n", None,
+                      Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))]
 
 
 _CATALOGUE_CACHE: dict[str, st.SearchStrategy[list[Malformed]]] = {}
 #: Malformed frames that need a live server's state; the mrtr property plays those for real.
 _SKIP_LEVELS = frozenset({"retry"})
-#: The catalogue has no frame that is only a line terminator; a server that reads an empty line
-#: as end of input (STDIO-02) is a real bug class, so the framing property adds it.
-EXTRA_STDIO = ("blank-line",)
 
 
 def malformed_frames(transport: str) -> st.SearchStrategy[list[Malformed]]:
@@ -155,13 +58,13 @@ def malformed_frames(transport: str) -> st.SearchStrategy[list[Malformed]]:
 
     names = [n for n in catalogue.mutation_names(transport=transport)
              if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
-    cases = catalogue.any_malformed_case(transport=transport, names=names).map(
-        lambda c: _from_catalogue(c, transport))
-    extras = [make for make in _builtin(transport) if transport == "stdio" and make.__name__ == "blank_line"]
+    # A listen request (however malformed around the edges) opens a stream that answers only when
+    # cancelled; one per warm process would leak notifications into later examples.
+    cases = catalogue.any_malformed_case(transport=transport, names=names).filter(
+        lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport))
     strategy: st.SearchStrategy[list[Malformed]] = cases
-    if extras:
-        rid = st.integers(1, 10_000)
-        strategy = st.one_of(cases, st.builds(lambda make, r: [make(r, "")], st.sampled_from(extras), rid))
+    if transport == "stdio":
+        strategy = st.one_of(cases, st.builds(blank_line, st.integers(1, 10_000)))
     _CATALOGUE_CACHE[transport] = strategy
     return strategy
 
