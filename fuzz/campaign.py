@@ -253,6 +253,14 @@ def _failure_type(bucket: tuple[str, str, str, str]) -> type[_Failure]:
     return found
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a job; carries what the job did up to then, so the summary can say it."""
+
+    def __init__(self, record: PropertyRun) -> None:
+        super().__init__()
+        self.record = record
+
+
 class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error to report
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
@@ -378,29 +386,36 @@ def run_job(
 
     old_shrink = _engine.MAX_SHRINKING_SECONDS
     _engine.MAX_SHRINKING_SECONDS = max(int(job.shrink_seconds), 1)
+    interrupted = False
     try:
         seeded()
     except _Abort:
         error = state.harness_error or "the harness could not continue"
     except _Failure:
         pass
+    except KeyboardInterrupt:
+        interrupted = True
     except BaseExceptionGroup as group:
-        others = [e for e in _flatten(group) if not isinstance(e, _Failure)]
+        flat = _flatten(group)
+        interrupted = any(isinstance(e, KeyboardInterrupt) for e in flat)
+        others = [e for e in flat if not isinstance(e, _Failure | KeyboardInterrupt)]
         if others:
             error = f"{type(others[0]).__name__}: {others[0]}"
     except Unsatisfiable:
         note = "time share spent before the first example"
-    except KeyboardInterrupt:
-        raise
     except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
         error = f"{type(exc).__name__}: {exc}"
     finally:
         _engine.MAX_SHRINKING_SECONDS = old_shrink
     if job.seconds is not None and not note and time.monotonic() - started >= gen_seconds:
         note = "stopped at its time share"
+    if interrupted:
+        note = "interrupted"
     run_record = PropertyRun(job.property, job.transport, examples=state.executions,
                              seconds=time.monotonic() - started, note=note, error=error)
     sink.job_done(run_record)
+    if interrupted:
+        raise Interrupted(run_record)
     return run_record
 
 
@@ -420,12 +435,13 @@ def _flatten(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 def run_jobs_here(
     jobs: list[Job], prepared: list[Prepared], props: dict[str, Property], sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
+    runs: list[PropertyRun] | None = None,
 ) -> list[PropertyRun]:
     """Run jobs in this process, one endpoint per target for all of them (warm processes and
     pools carry over from one property to the next)."""
     by_target = {p.spec.text: p for p in prepared}
     endpoints: dict[str, Endpoint] = {}
-    runs: list[PropertyRun] = []
+    runs = runs if runs is not None else []
     try:
         for job in jobs:
             if should_stop():
@@ -434,8 +450,12 @@ def run_jobs_here(
             endpoint = endpoints.get(job.target)
             if endpoint is None:
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(timeout, 5.0))
-            runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
-                                database=database, timeout=timeout))
+            try:
+                runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
+                                    database=database, timeout=timeout))
+            except Interrupted as exc:
+                runs.append(exc.record)
+                raise
     finally:
         for endpoint in endpoints.values():
             with contextlib.suppress(Exception):
@@ -471,14 +491,16 @@ def run_campaign(
         progress.plan(jobs, duration=duration)
     database = open_database(config.database)
     sink = StoreSink(store, progress)
+    runs: list[PropertyRun] = []
     try:
         if config.workers <= 1:
-            result.runs = run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout)
+            run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs)
         else:
-            result.runs = _run_workers(config, jobs, prepared, store, progress)
+            _run_workers(config, jobs, prepared, store, progress, runs)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
+        result.runs = runs
         result.examples = store.examples
         result.seconds = time.monotonic() - started
         store.interrupted = result.interrupted
@@ -498,7 +520,7 @@ def run_campaign(
 
 def _run_workers(
     config: CampaignConfig, jobs: list[Job], prepared: list[Prepared], store: FindingStore,
-    progress: Progress | None,
+    progress: Progress | None, runs: list[PropertyRun],
 ) -> list[PropertyRun]:
     """K processes pull jobs from one queue and share the example database; findings come back
     to this process, which alone writes files. Ctrl-C here is forwarded to every worker."""
@@ -517,7 +539,6 @@ def _run_workers(
              for i in range(workers)]
     for p in procs:
         p.start()
-    runs: list[PropertyRun] = []
     sink = StoreSink(store, progress)
     try:
         while True:
@@ -614,7 +635,7 @@ def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> 
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(payload["timeout"], 5.0))
             run_job(job, props[job.property], endpoint, prep.context(), sink, database=database,
                     timeout=payload["timeout"])
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Interrupted included: its record already went to the parent
         return
     finally:
         for endpoint in endpoints.values():

@@ -185,11 +185,11 @@ class McpHttp:
             self._judge_envelope(reply)
         return reply
 
-    def _send(self, url: str, split: Any, data: bytes) -> HTTPSocketResponse:
-        """Write one request on the kept-alive socket and read the response head.
+    def _send(self, url: str, split: Any, data: bytes) -> tuple[Any, bytes]:
+        """Write one request on the kept-alive socket; the socket and the first bytes back.
 
-        A kept-alive socket the server has meanwhile closed fails before any byte of a response;
-        that is retried once on a fresh connection (as HTTPClient.request does).
+        A kept-alive socket the server has meanwhile closed answers nothing at all; that is
+        retried once on a fresh connection (as HTTPClient.request does).
         """
         for attempt in (0, 1):
             sock = self._socks.get(url)
@@ -198,15 +198,21 @@ class McpHttp:
                 sock = self._socks[url] = self._connect(split)
             try:
                 sock.sendall(data)
-                return HTTPSocketResponse(sock, block_size=_BLOCK, method="POST")
-            except (HTTPConnectionClosed, ConnectionError):
-                self._discard(url)
-                if fresh or attempt:
-                    raise
+                first = sock.recv(_BLOCK)
+            except ConnectionError:
+                first = b""
+            if first:
+                return sock, first
+            self._discard(url)
+            if fresh or attempt:
+                raise HTTPConnectionClosed("connection closed before a response")
         raise HTTPConnectionClosed("connection closed")  # not reached
 
     def _exchange(self, url: str, split: Any, data: bytes, reply: Reply, started: int) -> None:
-        resp = self._send(url, split, data)
+        sock, first = self._send(url, split, data)
+        if self._plain_reply(url, sock, first, reply, started):
+            return
+        resp = HTTPSocketResponse(sock, block_size=_BLOCK, method="POST", pre_buffered=first)
         try:
             reply.status = resp.status_code
             reply.raw_headers = resp.info()  # turned into a dict only when someone asks
@@ -215,14 +221,55 @@ class McpHttp:
             if reply.content_type == "text/event-stream":
                 self._read_sse(resp, reply, started)
             else:
-                data = resp.read()
+                body = resp.read()
                 reply.elapsed_ns = _since(started)
-                reply.length = len(data)
-                reply.messages = wire.response_messages(ctype, data)
+                reply.length = len(body)
+                reply.messages = wire.response_messages(ctype, body)
         finally:
             if resp.should_close():
                 self._discard(url)  # not reusable: incomplete, or the server said Connection: close
             resp.release()
+
+    def _plain_reply(self, url: str, sock: Any, buf: bytes, reply: Reply, started: int) -> bool:
+        """The common reply, read here in a few microseconds: a complete head, a final status, a
+        Content-Length body, no chunking, not a stream. Anything else returns False and goes to
+        geventhttpclient's parser, with the bytes read so far."""
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            return False
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        if version not in ("HTTP/1.1", "HTTP/1.0") or not rest[:3].isdigit() or int(rest[:3]) < 200:
+            return False
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                return False
+            headers[name.strip().lower()] = value.strip()
+        ctype = headers.get("content-type", "")
+        length_text = headers.get("content-length", "")
+        if "transfer-encoding" in headers or not length_text.isdigit():
+            return False
+        media = ctype.split(";", 1)[0].strip().lower()
+        if media == "text/event-stream":
+            return False
+        length = int(length_text)
+        body = buf[end + 4 :]
+        while len(body) < length:
+            chunk = sock.recv(max(_BLOCK, length - len(body)))
+            if not chunk:
+                raise HTTPConnectionClosed("connection closed inside the body")
+            body += chunk
+        reply.elapsed_ns = _since(started)
+        reply.status = int(rest[:3])
+        reply.raw_headers = headers
+        reply.content_type = media
+        reply.length = length
+        if len(body) != length or version != "HTTP/1.1" or headers.get("connection", "").lower() == "close":
+            self._discard(url)  # extra bytes, HTTP/1.0 or Connection: close: do not reuse
+        reply.messages = wire.response_messages(ctype, body[:length])
+        return True
 
     def _read_sse(self, resp: Any, reply: Reply, started: int) -> None:
         """Read the stream line by line, so the first event is timed when it arrives.

@@ -19,6 +19,7 @@ from typing import Any
 
 MCP_TYPES = "mcp-types"
 SCHEMA_JSON = "schema.json"
+BOTH = "both"
 
 _NULL = {"type": "null"}
 
@@ -157,6 +158,14 @@ def _number_schema_bounds(defs: dict[str, Any]) -> bool:
     return changed
 
 
+def _read_resource_cache_hints(defs: dict[str, Any]) -> bool:
+    node = defs.get("ReadResourceResult")
+    if not isinstance(node, dict) or not {"ttlMs", "cacheScope"} & set(node.get("required", [])):
+        return False
+    node["required"] = [r for r in node["required"] if r not in ("ttlMs", "cacheScope")]
+    return True
+
+
 ERRATA: tuple[Erratum, ...] = (
     Erratum(
         "mcp-types/optional-null",
@@ -210,6 +219,17 @@ ERRATA: tuple[Erratum, ...] = (
         _elicit_content_number,
     ),
     Erratum(
+        "both/read-resource-cache-hints",
+        BOTH,
+        "ReadResourceResult.required",
+        "requires ttlMs and cacheScope, but the official example "
+        "ReadResourceResultResponse/read-resource-example.json omits both (schema.json only accepts "
+        "it because any result also matches InputRequiredResult, RT-06)",
+        "make the two hints optional for resources/read so an official example is never rejected; "
+        "their absence is CACHE-01's business, judged by the oracle on its own, not by schema validation",
+        _read_resource_cache_hints,
+    ),
+    Erratum(
         "schema.json/numberschema-bounds-integer",
         SCHEMA_JSON,
         "$defs/NumberSchema minimum / maximum / default",
@@ -225,7 +245,7 @@ def apply_errata(defs: dict[str, Any], source: str) -> tuple[str, ...]:
     """Apply every erratum of `source` to `defs` in place; return the ids that changed something."""
     applied: list[str] = []
     for erratum in ERRATA:
-        if erratum.source == source and erratum.apply is not None and erratum.apply(defs):
+        if erratum.source in (source, BOTH) and erratum.apply is not None and erratum.apply(defs):
             applied.append(erratum.id)
     return tuple(applied)
 

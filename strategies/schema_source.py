@@ -253,8 +253,8 @@ def _mrtr_index(defs: dict[str, Any], results: dict[str, dict[str, str]], reques
 def _cacheable(defs: dict[str, Any], results: dict[str, dict[str, str]]) -> frozenset[str]:
     out = set()
     for method, by_type in results.items():
-        required = defs.get(by_type.get(COMPLETE, ""), {}).get("required", [])
-        if "ttlMs" in required and "cacheScope" in required:
+        props = defs.get(by_type.get(COMPLETE, ""), {}).get("properties", {})
+        if "ttlMs" in props and "cacheScope" in props:
             out.add(method)
     return frozenset(out)
 

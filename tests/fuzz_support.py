@@ -1,0 +1,57 @@
+"""Helpers shared by the fuzz tests: run the real `mcp-gauntlet` console script, find leftovers.
+
+Every campaign in these tests runs the command a user runs (a subprocess of this interpreter's
+`mcp-gauntlet`), against real servers, with a fixed seed; the reference server gets a private
+`--db` per test so tests never see each other's state.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+PYTHON = sys.executable
+CLI = [PYTHON, "-m", "fuzz.cli"]
+
+
+def reference_stdio(db: Path, *bugs: str) -> str:
+    args = [PYTHON, "-m", "targets.reference", "--transport", "stdio", "--db", str(db)]
+    for bug in bugs:
+        args += ["--bug", bug]
+    return "stdio:" + shlex.join(args)
+
+
+def reference_http(db: Path, *bugs: str) -> str:
+    args = [PYTHON, "-m", "targets.reference", "--transport", "http", "--port", "{port}", "--db", str(db)]
+    for bug in bugs:
+        args += ["--bug", bug]
+    return "http+spawn:" + shlex.join(args)
+
+
+def run_cli(*args: str, timeout: float = 240.0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def processes_mentioning(tag: str) -> list[psutil.Process]:
+    """Live processes whose command line contains `tag` (a test's private --db path)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if tag in " ".join(proc.info["cmdline"] or []):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
