@@ -87,16 +87,17 @@ class Prepared:
     surface: Surface
     fresh_processes: bool
     detail: str = ""
+    mutations: tuple[str, ...] = ()
 
     def context(self) -> Context:
         return Context(
             transport=self.spec.transport, era=self.era, fresh_processes=self.fresh_processes,
-            surface=self.surface, target=self.spec.text,
+            surface=self.surface, target=self.spec.text, mutations=self.mutations,
         )
 
     def dump(self) -> dict[str, Any]:
         return {"spec": self.spec.text, "era": self.era, "surface": asdict(self.surface),
-                "fresh_processes": self.fresh_processes, "detail": self.detail}
+                "fresh_processes": self.fresh_processes, "detail": self.detail, "mutations": list(self.mutations)}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> Prepared:
@@ -106,7 +107,7 @@ class Prepared:
         s["triggers"] = [MrtrTrigger(**t) for t in s.get("triggers", [])]
         s["handles"] = HandleFlow(**s["handles"]) if s.get("handles") else None
         return cls(parse_target(data["spec"], allow_remote=True), data["era"], Surface(**s),
-                   data["fresh_processes"], data.get("detail", ""))
+                   data["fresh_processes"], data.get("detail", ""), tuple(data.get("mutations", ())))
 
 
 @dataclass(slots=True)
@@ -120,6 +121,8 @@ class CampaignConfig:
     workers: int = 1
     timeout: float = DEFAULT_STEP_TIMEOUT
     shrink_seconds: float = DEFAULT_SHRINK_SECONDS
+    first_finding: bool = False
+    mutations: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -299,9 +302,13 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
 
 def run_job(
     job: Job, prop: Property, endpoint: Endpoint, ctx: Context, sink: Sink, *,
-    database: ExampleDatabase | None, timeout: float,
+    database: ExampleDatabase | None, timeout: float, first_finding: bool = False,
 ) -> PropertyRun:
-    """Run one property over one transport as one Hypothesis test; returns what it did."""
+    """Run one property over one transport as one Hypothesis test; returns what it did.
+
+    `first_finding`: stop generating at the first failure and shrink only that one (Hypothesis'
+    report_multiple_bugs=False), then move on to the next property; faster, finds less.
+    """
     started = time.monotonic()
     reason = prop.applicable(ctx)
     if reason is not None:
@@ -319,7 +326,7 @@ def run_job(
 
     @settings(
         max_examples=job.max_examples, database=database, deadline=None, derandomize=False,
-        suppress_health_check=list(HealthCheck), report_multiple_bugs=True, print_blob=False,
+        suppress_health_check=list(HealthCheck), report_multiple_bugs=not first_finding, print_blob=False,
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
     )
     @given(prop.cases(ctx))
@@ -343,7 +350,10 @@ def run_job(
         if not build.is_final and (now > state.hard_deadline or (now > state.gen_deadline and not state.failures)):
             reject()
         try:
-            run, violations = play(case, reuse_now=reuse)
+            # Once a property that spawns per example has failed, its examples (the shrink candidates
+            # above all) run on fresh processes only: a warm run would need a fresh confirmation
+            # whenever it fails, which costs more processes than it saves.
+            run, violations = play(case, reuse_now=reuse and not (prop.fresh_per_example and state.failures))
         except HarnessError as exc:
             state.harness_error = str(exc)
             raise _Abort() from None
@@ -355,25 +365,34 @@ def run_job(
         main = primary(violations, run)
         bucket = bucket_of(run, main, transport)
         blob = encode_failure(build.data.choices).decode("ascii")
-        note = ""
         endpoint.discard_warm()  # it took part in a failure: the next example starts on a clean one
+        confirmed = True
         if run.reused:
-            # Found on a process that served earlier examples: play it again on fresh ones, so
-            # the reproduction on disk does not depend on history it does not contain.
-            with contextlib.suppress(HarnessError):
+            # Seen on a process that served earlier examples: play it again on fresh ones. Only a
+            # failure that survives this counts for Hypothesis (so what it shrinks is reproducible
+            # from the case alone); one that does not is still filed, with a note saying so.
+            try:
                 run2, violations2 = play(case, reuse_now=False)
-                state.executions += 1
-                sink.examples(1)
-                if violations2 and bucket_of(run2, primary(violations2, run2), transport) == bucket:
-                    run, violations, main = run2, violations2, primary(violations2, run2)
-                else:
-                    note = ("seen on a process that had served earlier examples; a fresh process did not "
-                            "show it, so the replay may pass")
+            except HarnessError as exc:
+                state.harness_error = str(exc)
+                raise _Abort() from None
+            state.executions += 1
+            sink.examples(1)
+            if violations2 and bucket_of(run2, primary(violations2, run2), transport) == bucket:
+                run, violations, main = run2, violations2, primary(violations2, run2)
+            else:
+                confirmed = False
+        note = "" if confirmed else (
+            "seen only on a process that had served earlier examples; fresh processes did not show it, "
+            "so a replay may pass")
         state.failures += 1
         # Only the primary violation is filed: the others are in the evidence, and when they are
         # bugs of their own, other examples make them primary (often they are consequences of it).
         sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
-                                 hypothesis_version=version, note=note))
+                                 hypothesis_version=version, note=note, confirmed=confirmed))
+        if not confirmed:
+            state.passed.add(key)
+            return None
         state.cache[key] = (_failure_type(bucket), f"{main.strength} {main.rule}: {main.title}")
         return state.cache[key]
 
@@ -435,7 +454,7 @@ def _flatten(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 def run_jobs_here(
     jobs: list[Job], prepared: list[Prepared], props: dict[str, Property], sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
-    runs: list[PropertyRun] | None = None,
+    runs: list[PropertyRun] | None = None, first_finding: bool = False,
 ) -> list[PropertyRun]:
     """Run jobs in this process, one endpoint per target for all of them (warm processes and
     pools carry over from one property to the next)."""
@@ -452,7 +471,7 @@ def run_jobs_here(
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(timeout, 5.0))
             try:
                 runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
-                                    database=database, timeout=timeout))
+                                    database=database, timeout=timeout, first_finding=first_finding))
             except Interrupted as exc:
                 runs.append(exc.record)
                 raise
@@ -476,6 +495,7 @@ def run_campaign(
         prepared = [prepare_target(spec, timeout=config.timeout) for spec in config.targets]
     result.prepared = prepared
     for prep in prepared:
+        prep.mutations = tuple(config.mutations)
         result.notes.extend(f"{prep.spec.text}: {n}" for n in prep.surface.notes)
         if not prep.fresh_processes:
             result.notes.append(
@@ -494,7 +514,8 @@ def run_campaign(
     runs: list[PropertyRun] = []
     try:
         if config.workers <= 1:
-            run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs)
+            run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs,
+                          first_finding=config.first_finding)
         else:
             _run_workers(config, jobs, prepared, store, progress, runs)
     except KeyboardInterrupt:
@@ -534,6 +555,7 @@ def _run_workers(
         job_q.put(None)
     payload = {
         "prepared": [p.dump() for p in prepared], "database": config.database, "timeout": config.timeout,
+        "first_finding": config.first_finding,
     }
     procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-gauntlet-worker-{i}")
              for i in range(workers)]
@@ -634,7 +656,7 @@ def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> 
             if endpoint is None:
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(payload["timeout"], 5.0))
             run_job(job, props[job.property], endpoint, prep.context(), sink, database=database,
-                    timeout=payload["timeout"])
+                    timeout=payload["timeout"], first_finding=payload["first_finding"])
     except KeyboardInterrupt:  # Interrupted included: its record already went to the parent
         return
     finally:

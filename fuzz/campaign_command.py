@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long to wait for each answer (default 5)")
     p.add_argument("--shrink-time", type=float, default=30.0, metavar="SECONDS",
                    help="at most this long shrinking the failures of one property (default 30)")
+    p.add_argument("--mutations", metavar="NAME,...",
+                   help="the framing property sends only these malformed frames (names or globs such as "
+                        "'hdr-*'; `mcp-gauntlet frames --list` names them, plus blank-line)")
+    p.add_argument("--first-finding", action="store_true",
+                   help="stop each property at its first failure (shrunk), then go on to the next property")
     p.add_argument("--write-regressions", metavar="DIR",
                    help="also write each finding as a standalone pytest regression test into DIR")
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
@@ -76,6 +81,19 @@ def _properties(text: str | None) -> list[str]:
         raise UsageError(f"unknown propert{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)} "
                          f"(choose from {', '.join(PROPERTY_NAMES)})")
     return list(dict.fromkeys(names))
+
+
+def _mutations(text: str | None, specs: list[TargetSpec]) -> tuple[str, ...]:
+    if not text:
+        return ()
+    from fuzz.properties.framing import select_mutations
+
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    for pattern in patterns:
+        if not any(select_mutations(spec.transport, (pattern,)) for spec in specs):
+            raise UsageError(f"--mutations: {pattern!r} names no mutation for this target "
+                             "(see `mcp-gauntlet frames --list`)")
+    return patterns
 
 
 def _targets(args: argparse.Namespace) -> list[TargetSpec]:
@@ -118,6 +136,7 @@ def fuzz_main(argv: list[str]) -> int:
         _validate(args)
         props = _properties(args.properties)
         specs = _targets(args)
+        args.mutation_patterns = _mutations(args.mutations, specs)
     except UsageError as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
@@ -148,6 +167,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
         targets=specs, properties=props, seed=seed,
         max_examples=args.max_examples if args.duration is None else None, duration=args.duration,
         database=database, workers=args.workers, timeout=args.timeout, shrink_seconds=args.shrink_time,
+        first_finding=args.first_finding, mutations=args.mutation_patterns,
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
     try:

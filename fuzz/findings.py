@@ -49,15 +49,17 @@ class Evidence:
     hypothesis_version: str | None = None
     note: str = ""
     target: str = ""  # the target spec this transport was fuzzed through (the replay default)
+    confirmed: bool = True  # reproduced on fresh processes (False: seen only after earlier examples)
 
     def bucket(self) -> tuple[str, str, str, str]:
         return (self.rule, self.method or "", self.mutation or "", self.transport)
 
-    def size(self) -> tuple[int, int]:
-        """How big the reproduction is: frames sent first, then bytes; smaller is better."""
+    def size(self) -> tuple[int, int, int]:
+        """How good the reproduction is, smaller first: confirmed before unconfirmed, then frames
+        sent, then bytes."""
         events = self.transcript.get("events", [])
         sent = sum(1 for e in events if e.get("kind") == "send")
-        return sent, len(orjson.dumps(self.transcript))
+        return (0 if self.confirmed else 1), sent, len(orjson.dumps(self.transcript))
 
 
 @dataclass(slots=True)
@@ -140,6 +142,7 @@ def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[s
             if ev.reproduce_blob and ev.hypothesis_version
             else None
         ),
+        "confirmed": ev.confirmed,
         "violations": ev.violations,
         "case": ev.case,
         "transcript": ev.transcript,

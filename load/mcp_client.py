@@ -130,7 +130,8 @@ class McpHttp:
     def _connect(self, split: Any) -> Any:
         host = split.hostname or "127.0.0.1"
         port = split.port or (443 if split.scheme == "https" else 80)
-        sock = gevent.socket.create_connection((host, port), timeout=self.timeout)
+        # the socket's own timeout only backs up the per-request timer, which fires first
+        sock = gevent.socket.create_connection((host, port), timeout=self.timeout + 1.0)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if split.scheme == "https":
             sock = gevent.ssl.create_default_context().wrap_socket(sock, server_hostname=host)
@@ -171,6 +172,9 @@ class McpHttp:
             if exc is not timer:
                 raise
             reply.failure, reply.detail = TIMEOUT, f"no complete reply within {self.timeout:g}s"
+            self._discard(url)
+        except TimeoutError:
+            reply.failure, reply.detail = TIMEOUT, f"socket timed out after {self.timeout + 1.0:g}s"
             self._discard(url)
         except (HTTPParseError, OSError) as exc:  # HTTPConnectionClosed is an HTTPParseError
             reply.failure, reply.detail = CONNECTION, f"{type(exc).__name__}: {exc}"[:200]

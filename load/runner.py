@@ -247,17 +247,17 @@ def load_main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else Path("gauntlet-out") / f"load-{datetime.now():%Y%m%d-%H%M%S}"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"mcp-gauntlet load: error: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
     with tempfile.TemporaryDirectory(prefix="mcp-gauntlet-load-") as tmp:
         try:
             spec = _target(args, Path(tmp))
         except UsageError as exc:
             print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
+            return 2
+        out = Path(args.out) if args.out else Path("gauntlet-out") / f"load-{datetime.now():%Y%m%d-%H%M%S}"
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"mcp-gauntlet load: error: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
             return 2
         return _run(args, spec, out, run_s, gates, margin, baseline)
 

@@ -750,7 +750,7 @@ def record(
     "required keys only", and shrinks there), constants cost nothing, and keys keep the
     schema's order, which keeps printed frames readable and stable.
 
-    sparse: each optional key is present with probability about 1/4 (two masks ANDed) rather
+    sparse: each optional key is present with probability about 1/4 (two bits ANDed) rather
     than 1/2. Nested objects use it, so frames stay small and cheap; the params object of a
     frame does not, so e.g. `tools/call.arguments` is there half of the time.
     """
@@ -759,7 +759,10 @@ def record(
         is_const, value = _const_of(strat)
         req.append((name, is_const, value, strat))
     opt = tuple((optional or {}).items())
-    mask = st.integers(0, (1 << len(opt)) - 1) if opt else None
+    width = len(opt)
+    # sparse: one draw of 2*width bits; a key is present when both of its bits are set (1/4)
+    mask = st.integers(0, (1 << (2 * width if sparse else width)) - 1) if opt else None
+    low = (1 << width) - 1
     req_t = tuple(req)
 
     @st.composite
@@ -769,8 +772,8 @@ def record(
             out[name] = value if is_const else draw(strat)
         if mask is not None:
             bits = draw(mask)
-            if sparse and bits:
-                bits &= draw(mask)
+            if sparse:
+                bits = bits & (bits >> width) & low
             index = 0
             while bits:
                 if bits & 1:

@@ -82,8 +82,8 @@ def test_optional_meta_fields_do_get_generated():
     @settings(max_examples=300, **GENERATE)
     @given(valid_request("tools/call", schema_source=official))
     def check(frame):
-        keys.update(frame["params"]["_meta"])
-        keys.update(k for k in frame["params"] if k != "_meta")
+        keys.update(list(frame["params"]["_meta"]))
+        keys.update([k for k in frame["params"] if k != "_meta"])
 
     check()
     for key in (p.CLIENT_INFO_KEY, p.LOG_LEVEL_KEY, p.PROGRESS_TOKEN_KEY, "traceparent", "arguments"):

@@ -32,6 +32,7 @@ class Context:
     fresh_processes: bool = True
     surface: Surface = field(default_factory=Surface.reference)
     target: str = ""
+    mutations: tuple[str, ...] = ()  # restrict malformed frames to these names (globs); () = all
 
 
 class Property(ABC):

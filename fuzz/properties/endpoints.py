@@ -98,7 +98,9 @@ class StdioEndpoint(Endpoint):
         self._closed = False
 
     def prepare(self, fresh_per_example: int) -> None:
-        self._pool.size = max(1, min(fresh_per_example, 3))
+        # One spare more than an example uses, so the next example's processes are starting (in
+        # parallel, on another core) while this one runs.
+        self._pool.size = max(1, min(fresh_per_example + 1, 3)) if fresh_per_example else 1
         self._pool.fill()
 
     def fresh(self, transcript: Transcript) -> Connection:
@@ -226,7 +228,7 @@ class HttpSpawnEndpoint(Endpoint):
         self._closed = False
 
     def prepare(self, fresh_per_example: int) -> None:
-        self.spares_wanted = max(1, min(fresh_per_example, 3))
+        self.spares_wanted = max(1, min(fresh_per_example + 1, 3)) if fresh_per_example else 1
         self._fill()
 
     def _fill(self) -> None:

@@ -13,6 +13,7 @@ real), plus a blank line on stdio, which the catalogue does not have.
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,28 +45,48 @@ def blank_line(rid: int | str) -> list[Malformed]:
                       Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))]
 
 
-_CATALOGUE_CACHE: dict[str, st.SearchStrategy[list[Malformed]]] = {}
+_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...]], st.SearchStrategy[list[Malformed]]] = {}
 #: Malformed frames that need a live server's state; the mrtr property plays those for real.
 _SKIP_LEVELS = frozenset({"retry"})
 
 
-def malformed_frames(transport: str) -> st.SearchStrategy[list[Malformed]]:
-    """One malformed transmission (one or more frames) from the strategies' catalogue, or an extra."""
-    cached = _CATALOGUE_CACHE.get(transport)
-    if cached is not None:
-        return cached
+def mutation_names(transport: str) -> list[str]:
+    """Every mutation the framing property can send over `transport`."""
     from strategies import malformed as catalogue
 
     names = [n for n in catalogue.mutation_names(transport=transport)
              if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
-    # A listen request (however malformed around the edges) opens a stream that answers only when
-    # cancelled; one per warm process would leak notifications into later examples.
-    cases = catalogue.any_malformed_case(transport=transport, names=names).filter(
-        lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport))
-    strategy: st.SearchStrategy[list[Malformed]] = cases
-    if transport == "stdio":
-        strategy = st.one_of(cases, st.builds(blank_line, st.integers(1, 10_000)))
-    _CATALOGUE_CACHE[transport] = strategy
+    return names + (["blank-line"] if transport == "stdio" else [])
+
+
+def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
+    """The mutation names matching any of `patterns` (shell globs); all of them for ()."""
+    names = mutation_names(transport)
+    if not patterns:
+        return names
+    return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
+
+
+def malformed_frames(transport: str, patterns: tuple[str, ...] = ()) -> st.SearchStrategy[list[Malformed]]:
+    """One malformed transmission (one or more frames) from the strategies' catalogue, or an extra."""
+    key = (transport, tuple(patterns))
+    cached = _CATALOGUE_CACHE.get(key)
+    if cached is not None:
+        return cached
+    from strategies import malformed as catalogue
+
+    names = select_mutations(transport, patterns)
+    options: list[st.SearchStrategy[list[Malformed]]] = []
+    listed = [n for n in names if n != "blank-line"]
+    if listed:
+        # A listen request (however malformed around the edges) opens a stream that answers only
+        # when cancelled; one per warm process would leak notifications into later examples.
+        options.append(catalogue.any_malformed_case(transport=transport, names=listed).filter(
+            lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport)))
+    if "blank-line" in names:
+        options.append(st.builds(blank_line, st.integers(1, 10_000)))
+    strategy = st.one_of(options) if options else st.nothing()
+    _CATALOGUE_CACHE[key] = strategy
     return strategy
 
 
@@ -100,7 +121,14 @@ class FramingProperty(Property):
     eras = frozenset({"modern"})
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
-        return st.builds(self._build, id_styles(), st.lists(malformed_frames(ctx.transport), min_size=1, max_size=3))
+        frames = malformed_frames(ctx.transport, ctx.mutations)
+        return st.builds(self._build, id_styles(), st.lists(frames, min_size=1, max_size=3))
+
+    def applicable(self, ctx: Context) -> str | None:
+        base = super().applicable(ctx)
+        if base is None and ctx.mutations and not select_mutations(ctx.transport, ctx.mutations):
+            return f"no mutation named by --mutations applies over {ctx.transport}"
+        return base
 
     def _build(self, id_style: str, items: list[list[Malformed]]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style, first_id=1_000_001)

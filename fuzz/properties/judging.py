@@ -138,13 +138,14 @@ def evidence_for(
     blob: str | None = None,
     hypothesis_version: str | None = None,
     note: str = "",
+    confirmed: bool = True,
 ) -> Evidence:
     method, mutation = locate(run, v)
     return Evidence(
         rule=v.rule, strength=v.strength, title=v.title, method=method, transport=transport,
         mutation=mutation, property=prop.name, case=run.case.to_json(), transcript=run.transcript.to_json(),
         violations=[violation_json(x) for x in violations], reproduce_blob=blob,
-        hypothesis_version=hypothesis_version, note=note, target=run.transcript.target,
+        hypothesis_version=hypothesis_version, note=note, target=run.transcript.target, confirmed=confirmed,
     )
 
 

@@ -1,0 +1,272 @@
+"""Benchmark: valid frames per second, our compiler next to hypothesis-jsonschema, same schemas.
+
+Why this exists: strategies/compiler.py is ours instead of hypothesis-jsonschema because
+0.23.1 is broken on the Hypothesis this project pins (6.170.17: `many.more()` is gone) and
+cannot resolve recursive `$ref`. This script shows the other half of the argument by
+measurement: on the very same schemas, run hypothesis-jsonschema under a Hypothesis it works
+with (installed into a throwaway venv under /tmp from PyPI) and compare throughput.
+
+What is measured, per method of 2026-07-28 and for a few tool inputSchemas:
+- ours/frame: `valid_request(method)` (the frames the fuzzer sends, `_meta` pinned);
+- ours/schema: our compiler on the exact official request schema (errata applied);
+- hjs/exact: hypothesis-jsonschema on that exact schema (it fails: recursive $ref);
+- hjs/unrolled: hypothesis-jsonschema on the same schema with its recursive $refs unrolled
+  to the depth our compiler uses (what it needs to run at all) -> frames/s and the ratio.
+Throughput is frames per CPU-second of the generating process (25 frames per Hypothesis
+example, generate phase only), so other load on the machine distorts it less than wall time.
+
+Run:  /work/venv/bin/python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
+Ends with one summary line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).resolve().parents[2]
+SPEC_SCHEMA = PROJECT.parent / "shared" / "spec" / "2026-07-28" / "schema.json"
+sys.path.insert(0, str(PROJECT))
+
+BATCH = 25
+HJS_REQUIREMENTS = ["hypothesis<6.170.10", "hypothesis-jsonschema==0.23.1"]
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "tool:weather": {
+        "type": "object",
+        "properties": {
+            "location": {"type": "string", "minLength": 1},
+            "units": {"type": "string", "enum": ["metric", "imperial"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        },
+        "required": ["location"],
+        "additionalProperties": False,
+    },
+    "tool:search": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "filters": {
+                "type": "object",
+                "properties": {
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 5},
+                    "after": {"type": "string", "format": "date"},
+                    "score": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+            },
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+        },
+        "required": ["query"],
+    },
+    "tool:record": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "pattern": "^[a-z]{2}-[0-9]{4}$"},
+            "fields": {"type": "object", "additionalProperties": {"type": ["string", "integer", "boolean"]}},
+            "mode": {"oneOf": [{"const": "create"}, {"const": "update"}]},
+        },
+        "required": ["id", "mode"],
+    },
+}
+
+HJS_RUNNER = textwrap.dedent(
+    """
+    import json, sys, time
+    from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+    import hypothesis, hypothesis_jsonschema
+    from hypothesis_jsonschema import from_schema
+
+    cases = json.load(open(sys.argv[1]))
+    frames, budget = int(sys.argv[2]), float(sys.argv[3])
+    out = {"hypothesis": hypothesis.__version__, "results": {}}
+    for name, variants in cases.items():
+        row = {}
+        for variant, schema in variants.items():
+            got = []
+            try:
+                strategy = st.lists(from_schema(schema), min_size=%(batch)d, max_size=%(batch)d)
+
+                @settings(max_examples=max(1, frames // %(batch)d), database=None, deadline=None,
+                          phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+                @given(strategy)
+                def run(batch):
+                    got.extend(batch)
+                    if time.process_time() - start > budget:
+                        raise TimeoutError
+                start = time.process_time()
+                try:
+                    run()
+                except TimeoutError:
+                    pass
+                spent = time.process_time() - start
+                row[variant] = {"frames": len(got), "cpu_s": spent, "rate": len(got) / spent if spent else 0.0}
+            except Exception as exc:
+                row[variant] = {"error": type(exc).__name__ + ": " + str(exc).splitlines()[0][:120]}
+        out["results"][name] = row
+    json.dump(out, sys.stdout)
+    """
+) % {"batch": BATCH}
+
+
+def ensure_venv(venv: Path) -> Path:
+    """A throwaway venv with hypothesis-jsonschema and a Hypothesis old enough for it."""
+    python = venv / "bin" / "python"
+    marker = venv / ".gauntlet-ready"
+    if marker.is_file() and python.is_file():
+        return python
+    print(f"creating {venv} with {' '.join(HJS_REQUIREMENTS)} (PyPI)...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", *HJS_REQUIREMENTS], check=True, timeout=900
+    )
+    marker.write_text("ok\n")
+    return python
+
+
+def unroll(doc: dict[str, Any], depth: int) -> Any:
+    """Inline every $ref; a ref met more than `depth` times on one path becomes `false`.
+
+    That is exactly how our compiler bounds recursion, so both generators see the same
+    language of values (hypothesis-jsonschema cannot resolve the recursive original).
+    """
+    defs = doc["$defs"]
+
+    def walk(node: Any, counts: dict[str, int]) -> Any:
+        if isinstance(node, list):
+            return [walk(x, counts) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            name = node["$ref"].split("/")[-1]
+            if counts.get(name, 0) >= depth:
+                return False
+            inner = walk(defs[name], {**counts, name: counts.get(name, 0) + 1})
+            rest = {k: walk(v, counts) for k, v in node.items() if k != "$ref"}
+            return {"allOf": [inner, rest]} if rest else inner
+        return {k: (v if k in ("const", "enum", "default", "examples") else walk(v, counts)) for k, v in node.items()}
+
+    return walk({k: v for k, v in doc.items() if k != "$defs"}, {})
+
+
+def measure_ours(strategy: Any, frames: int, budget: float) -> dict[str, Any]:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    got: list[Any] = []
+    start = time.process_time()
+
+    @settings(
+        max_examples=max(1, frames // BATCH),
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.lists(strategy, min_size=BATCH, max_size=BATCH))
+    def run(batch: list[Any]) -> None:
+        got.extend(batch)
+        if time.process_time() - start > budget:
+            raise TimeoutError
+
+    try:
+        run()
+    except TimeoutError:
+        pass
+    spent = time.process_time() - start
+    return {"frames": len(got), "cpu_s": spent, "rate": len(got) / spent if spent else 0.0}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=500, help="frames per measurement (default 500)")
+    parser.add_argument("--budget", type=float, default=30.0, help="CPU seconds cap per measurement")
+    parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "gauntlet-hjs-venv"))
+    args = parser.parse_args(argv)
+    if not SPEC_SCHEMA.is_file():
+        print(f"bench_strategies: {SPEC_SCHEMA} not found (the official schema is needed for the same-schema comparison)")
+        return 2
+
+    from hypothesis import __version__ as hyp_version
+
+    from strategies.compiler import SchemaCompiler
+    from strategies.frames import valid_notification, valid_request
+    from strategies.schema_source import load_schema_source
+
+    official = load_schema_source(SPEC_SCHEMA)
+    depth = official.compiler.limits.max_ref_depth
+    names = [*official.requests, "notifications/cancelled"]
+    cases: dict[str, dict[str, Any]] = {}
+    ours: dict[str, dict[str, Any]] = {}
+    for name in names:
+        def_name = official.requests.get(name) or official.notifications[name]
+        exact = official.schema(def_name)
+        cases[name] = {"exact": exact, "unrolled": unroll(exact, depth)}
+        frame = valid_request(name, schema_source=official) if name in official.requests else valid_notification(schema_source=official)
+        ours[name] = {
+            "frame": measure_ours(frame, args.frames, args.budget),
+            "schema": measure_ours(SchemaCompiler(exact).strategy(), args.frames, args.budget),
+        }
+        print(f"  ours {name:26} frame {ours[name]['frame']['rate']:7.0f}/s  schema {ours[name]['schema']['rate']:7.0f}/s", flush=True)
+    for name, schema in TOOL_SCHEMAS.items():
+        cases[name] = {"exact": schema, "unrolled": schema}
+        rate = measure_ours(SchemaCompiler(schema).strategy(), args.frames, args.budget)
+        ours[name] = {"frame": rate, "schema": rate}
+        print(f"  ours {name:26} arguments {rate['rate']:7.0f}/s", flush=True)
+
+    python = ensure_venv(Path(args.venv))
+    with tempfile.TemporaryDirectory() as tmp:
+        case_file = Path(tmp) / "cases.json"
+        case_file.write_text(json.dumps(cases))
+        runner = Path(tmp) / "runner.py"
+        runner.write_text(HJS_RUNNER)
+        proc = subprocess.run(
+            [str(python), str(runner), str(case_file), str(args.frames), str(args.budget)],
+            capture_output=True, text=True, timeout=args.budget * 2 * len(cases) + 120,
+        )
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:])
+        print("bench_strategies: hypothesis-jsonschema runner failed")
+        return 1
+    hjs = json.loads(proc.stdout)
+
+    print()
+    print(f"ours: Hypothesis {hyp_version} (pinned); hypothesis-jsonschema 0.23.1 on Hypothesis {hjs['hypothesis']}")
+    print(f"{'schema':28} {'ours/frame':>11} {'ours/schema':>12} {'hjs/unrolled':>13} {'ratio':>7}  hjs/exact")
+    ratios = []
+    for name in cases:
+        row = hjs["results"][name]
+        exact = row["exact"]
+        exact_note = "ok" if "error" not in exact else exact["error"]
+        unrolled = row["unrolled"]
+        mine = ours[name]["schema"]["rate"]
+        if "error" in unrolled or not unrolled["rate"]:
+            theirs, ratio_text = "error", "-"
+        else:
+            theirs = f"{unrolled['rate']:.0f}/s"
+            ratio = mine / unrolled["rate"]
+            ratios.append(ratio)
+            ratio_text = f"{ratio:.1f}x"
+        print(
+            f"{name:28} {ours[name]['frame']['rate']:>9.0f}/s {mine:>10.0f}/s {theirs:>13} {ratio_text:>7}  {exact_note[:60]}"
+        )
+    call = ours["tools/call"]["frame"]["rate"]
+    median = statistics.median(ratios) if ratios else float("nan")
+    exact_failures = sum(1 for n in cases if "error" in hjs["results"][n]["exact"])
+    print(
+        f"bench_strategies: ours/hypothesis-jsonschema median ratio {median:.1f}x over {len(ratios)} schemas "
+        f"(frames per CPU-second); tools/call frames {call:.0f}/s; hjs failed {exact_failures}/{len(cases)} exact schemas"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
