@@ -30,7 +30,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "stdout-log": ("stdio", "valid", 20, ""),
     "unsigned-request-state": ("stdio", "mrtr", 60, ""),
     "list-input-required": ("stdio", "valid", 40, ""),
-    "missing-meta-32601": ("stdio", "framing", 20, "meta-missing*,params-missing"),
+    "missing-meta-32601": ("stdio", "framing", 20, "meta-missing*"),
     "unsupported-version-no-data": ("stdio", "framing", 20, "meta-version-unsupported"),
     "exit-on-newline": ("stdio", "framing", 20, "blank-line"),
     "list-changes-after-call": ("stdio", "lists", 30, ""),
