@@ -7,8 +7,9 @@ property are each shrunk on their own and none hides another.
 
 How the budget holds:
 - examples: `--max-examples N` is the campaign's total, split across the jobs;
-- time: `--duration S` is split the same way; once a job's share is spent, every further call
-  is rejected (cheap, no I/O), which ends Hypothesis' generation phase without a failure;
+- time: `--duration S` is split the same way; once a job's share is spent (and nothing is being
+  shrunk), the next call leaves Hypothesis at once; a job that found something gets its shrink
+  allowance on top, then leaves the same way (the evidence is already on disk);
 - shrinking: capped per job (Hypothesis' own shrink deadline, set for the run), and a call
   with choices already seen is answered from a cache instead of being played again.
 
@@ -34,12 +35,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import hypothesis
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, settings
-from hypothesis import seed as hypothesis_seed
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.control import current_build_context
 from hypothesis.core import encode_failure
 from hypothesis.database import ExampleDatabase, choices_to_bytes
-from hypothesis.errors import Unsatisfiable
 
 from fuzz.findings import Evidence, Finding, FindingStore, PropertyRun
 from fuzz.oracle.model import Violation
@@ -264,6 +263,10 @@ class Interrupted(KeyboardInterrupt):
         self.record = record
 
 
+class _Budget(BaseException):  # noqa: N818 - a control-flow signal
+    """The job's time is up: leaves Hypothesis at once, keeping what was found."""
+
+
 class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error to report
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
@@ -324,13 +327,13 @@ def run_job(
         run = execute(case, endpoint, reuse=reuse_now, timeout=timeout)
         return run, judge_run(prop, run, ctx)
 
-    @settings(
+    test_settings = settings(  # no @seed: it would switch the example database off; the seed is set below
         max_examples=job.max_examples, database=database, deadline=None, derandomize=False,
         suppress_health_check=list(HealthCheck), report_multiple_bugs=not first_finding, print_blob=False,
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
     )
-    @given(prop.cases(ctx))
-    def test(case: Any) -> None:
+
+    def body(case: Any) -> None:
         failure = outcome(case)
         if failure is not None:
             # One raise site for fresh and cached failures: Hypothesis tells bugs apart by the
@@ -348,7 +351,7 @@ def run_job(
             return None
         now = time.monotonic()
         if not build.is_final and (now > state.hard_deadline or (now > state.gen_deadline and not state.failures)):
-            reject()
+            raise _Budget()
         try:
             # Once a property that spawns per example has failed, its examples (the shrink candidates
             # above all) run on fresh processes only: a warm run would need a fresh confirmation
@@ -396,8 +399,11 @@ def run_job(
         state.cache[key] = (_failure_type(bucket), f"{main.strength} {main.rule}: {main.title}")
         return state.cache[key]
 
-    test._hypothesis_internal_add_digest = f"{job.property}|{job.transport}|{job.target}".encode()  # type: ignore[attr-defined]
-    seeded = hypothesis_seed(job.seed)(test)
+    # The example database is keyed by property, transport and target (Hypothesis hashes the
+    # function and this digest), so workers and later campaigns on the same target share it.
+    body._hypothesis_internal_add_digest = f"{job.property}|{job.transport}|{job.target}".encode()  # type: ignore[attr-defined]
+    seeded = test_settings(given(prop.cases(ctx))(body))
+    seeded._hypothesis_internal_use_seed = job.seed  # type: ignore[attr-defined]  # what @seed sets
     sink.job_started(job)
     note = ""
     error = ""
@@ -408,6 +414,8 @@ def run_job(
     interrupted = False
     try:
         seeded()
+    except _Budget:
+        note = "stopped at its time share"
     except _Abort:
         error = state.harness_error or "the harness could not continue"
     except _Failure:
@@ -420,14 +428,10 @@ def run_job(
         others = [e for e in flat if not isinstance(e, _Failure | KeyboardInterrupt)]
         if others:
             error = f"{type(others[0]).__name__}: {others[0]}"
-    except Unsatisfiable:
-        note = "time share spent before the first example"
     except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
         error = f"{type(exc).__name__}: {exc}"
     finally:
         _engine.MAX_SHRINKING_SECONDS = old_shrink
-    if job.seconds is not None and not note and time.monotonic() - started >= gen_seconds:
-        note = "stopped at its time share"
     if interrupted:
         note = "interrupted"
     run_record = PropertyRun(job.property, job.transport, examples=state.executions,

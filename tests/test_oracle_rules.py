@@ -124,6 +124,25 @@ def _(broken: bool) -> Crafter:
     return c
 
 
+# RPC-05
+@case("RPC-05", "two requests sharing an id in flight, both served")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(req(7, "tools/list"))
+    c.send(req(7, "server/discover"))
+    c.recv(ok(7, LIST_OK))
+    # The fix refuses the duplicate: an error keeps the two answers apart.
+    c.recv(ok(7, DISCOVER) if broken else err(7, wire.INVALID_REQUEST))
+    return c
+
+
+def test_rpc_05_ignores_an_id_reused_after_its_answer() -> None:
+    c = stdio()
+    c.exchange(req(7, "tools/list"), ok(7, LIST_OK))
+    c.exchange(req(7, "server/discover"), ok(7, DISCOVER))
+    assert [v for v in judge(c.transcript) if v.rule == "RPC-05"] == []
+
+
 # RPC-06
 @case("RPC-06", "HTTP result with another id")
 def _(broken: bool) -> Crafter:
@@ -903,6 +922,56 @@ def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
     s2, _ = c.exchange(call(2, arguments={"when": 5}), err(2, wire.INVALID_PARAMS))
     exp = Expectation("rejected", "TOOL-10", codes=frozenset({-32602}), strength="SHOULD")
     return c, {"expectations": {s1: exp, s2: exp}}
+
+
+ENVELOPE = Expectation("error-or-refusal", "RPC-04", codes=frozenset({-32600}), strength="SHOULD",
+                      served_strength="MUST", mutation="id-null")
+
+
+def _null_id(broken_reply: Any, transport: str = "stdio", status: int | None = None) -> tuple[Crafter, dict[str, Any]]:
+    c = stdio() if transport == "stdio" else http()
+    s = c.send({"jsonrpc": "2.0", "id": None, "method": "tools/list", "params": req(1, "tools/list")["params"]})
+    if broken_reply is not None:
+        c.recv(broken_reply, **({"status": status} if status else {}))
+    elif status is not None:
+        c.http_reply(status)
+    c.exchange(req(8, "server/discover"), ok(8, DISCOVER))
+    return c, {"expectations": {s: ENVELOPE}}
+
+
+@case("EXPECT-REACTION", "null id dropped silently on stdio (error-or-refusal: SHOULD)")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    return _null_id(None if broken else err(None, wire.INVALID_REQUEST))
+
+
+@case("EXPECT-REACTION", "null id served (error-or-refusal: served_strength MUST)")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    return _null_id(ok(None, LIST_OK) if broken else err(None, wire.INVALID_REQUEST))
+
+
+def test_error_or_refusal_strengths_and_http_refusal() -> None:
+    silent = [v for v in _run(lambda: _null_id(None)) if v.rule == "RPC-04"]
+    assert [(v.strength, v.title) for v in silent] == [("SHOULD", "malformed frame (id-null) got no reply")]
+    served = [v for v in _run(lambda: _null_id(ok(None, LIST_OK))) if v.rule == "RPC-04"]
+    assert served and {v.strength for v in served} == {"MUST"}
+    # Over HTTP a 400 without a JSON-RPC body refuses the frame as clearly as an error does.
+    assert [v for v in _run(lambda: _null_id(None, "http", status=400)) if v.rule == "RPC-04"] == []
+    assert ENVELOPE == Expectation.from_json(ENVELOPE.to_json())
+
+
+@case("META-04", "a dual-era server serves a claim-less request by 2025-era rules (HEURISTIC)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(bare(3, "tools/list", {}), ok(3, {"tools": []}) if broken else err(3, wire.INVALID_PARAMS))
+    c.exchange(req(4, "server/discover"), err(4, wire.METHOD_NOT_FOUND) if broken else ok(4, DISCOVER))
+    return c
+
+
+def test_claimless_request_served_legacy_is_a_heuristic_and_pins_the_process() -> None:
+    c, _ = CASES["META-04"][-1][1]()
+    found = judge(c.transcript)
+    # Only the heuristic: no RT-01 for the legacy-shaped result, no modern rule for what follows.
+    assert [(v.rule, v.strength) for v in found] == [("META-04", "HEURISTIC")], found
 
 
 @case("EXPECT-REACTION", "expected silence, got a reply")

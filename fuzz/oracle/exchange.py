@@ -262,24 +262,48 @@ def _mark_legacy_traffic(x: Exchange) -> None:
     """Flag frames a server may serve by pre-2026 rules: the handshake itself, everything after
     a successful initialize on the same stdio process (VER-05), and over HTTP every request of a
     legacy session (an Mcp-Session-Id or a legacy MCP-Protocol-Version header) or without any
-    MCP-Protocol-Version header, which HDR-02 lets a server read as 2025-03-26."""
+    MCP-Protocol-Version header, which HDR-02 lets a server that still serves old clients read as
+    2025-03-26 whatever the body says (a modern-only server's duty to refuse it is judged by the
+    caller's expectation, which knows the target's era).
+
+    A request that makes no version claim in `_meta` and is served with a result that has no
+    `resultType` was read by 2025-era rules: a dual-era server's reading of a frame outside the
+    modern protocol (recorded in `memo["legacy_read"]` for META-04's heuristic). On stdio the
+    process has then switched era, and what follows on it is legacy traffic too.
+    """
     initialized: set[int] = set()
+    legacy_read: list[int] = []
     for pair in x.pairs:
         legacy = pair.method in LEGACY_OPENERS
         if x.transport == "stdio":
             legacy = legacy or pair.proc in initialized
             if pair.method == "initialize" and any(s.kind == "result" for _, s in x.answers(pair)):
                 initialized.add(pair.proc)
-        elif pair.headers and not is_modern_version(pair.sent.version):
-            # A modern body is judged as modern whatever the headers say (a differing header is
-            # HDR-01's business, an incoming session id is ignored: DIGEST 7.4).
+        elif pair.headers:
             version = header(pair.headers, "MCP-Protocol-Version")
-            legacy = legacy or header(pair.headers, "Mcp-Session-Id") is not None \
-                or is_legacy_version((version or "").strip()) \
-                or (version is None and pair.sent.kind == "request")
+            legacy = legacy or (version is None and pair.sent.kind == "request")
+            if not is_modern_version(pair.sent.version):
+                # A modern body is judged as modern whatever a present header says (a differing
+                # header is HDR-01's business, an incoming session id is ignored: DIGEST 7.4).
+                legacy = legacy or header(pair.headers, "Mcp-Session-Id") is not None \
+                    or is_legacy_version((version or "").strip())
+        if not legacy and _served_as_legacy(x, pair):
+            legacy = True
+            legacy_read.append(pair.index)
+            if x.transport == "stdio":
+                initialized.add(pair.proc)
         if legacy:
             pair.sent = replace(pair.sent, legacy_context=True)
             x.sent[pair.index] = pair.sent
+    x.memo["legacy_read"] = legacy_read
+
+
+def _served_as_legacy(x: Exchange, pair: Pair) -> bool:
+    sent = pair.sent
+    if sent.kind != "request" or not sent.envelope_ok or not sent.version_missing or sent.method == "initialize":
+        return False
+    return any(said.kind == "result" and isinstance(said.result, dict) and "resultType" not in said.result
+               for _, said in x.answers(pair))
 
 
 def _learn_discover(x: Exchange, given: Mapping[str, Any] | None) -> None:

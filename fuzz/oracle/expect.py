@@ -67,6 +67,7 @@ class _Allows:
 
 _ALLOWS: dict[str, _Allows] = {
     "error": _Allows(error=True, silence=False, complete=False, input_required=False),
+    "error-or-refusal": _Allows(error=True, silence=False, complete=False, input_required=False),
     "error-or-ignore": _Allows(error=True, silence=True, complete=False, input_required=False),
     "no-reply": _Allows(error=False, silence=True, complete=False, input_required=False),
     "error-or-input-required": _Allows(error=True, silence=False, complete=False, input_required=True),
@@ -88,8 +89,8 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
     label, rid, strength, method = _label(exp), exp.rule, exp.strength, pair.method
     out: list[Violation] = []
 
-    def bad(title: str, detail: str, at: int) -> None:
-        out.append(Violation(rid, strength, title, detail, method, at))
+    def bad(title: str, detail: str, at: int, how_strong: str | None = None) -> None:
+        out.append(Violation(rid, how_strong or strength, title, detail, method, at))  # type: ignore[arg-type]
 
     for i, said in answers:
         status = x.events[i].status
@@ -111,13 +112,21 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
             if not input_required and (allows.complete or (allows.is_error_result and result.get("isError") is True)):
                 continue
             what = "a fresh input_required" if input_required else "a result"
-            bad(f"{label} was served ({what})", f"expected {exp.kind}", i)
-    if not answers and not allows.silence and _silent(x, pair):
+            bad(f"{label} was served ({what})", f"expected {exp.kind}", i, exp.served_strength)
+    if not answers and not allows.silence and _silent(x, pair) and not _refused_by_status(x, pair, exp):
         bad(f"{label} got no reply", f"expected {exp.kind}"
             + (f" {sorted(exp.codes)}" if exp.codes and allows.check_codes else ""), pair.index)
     if x.transport == "http":
         out.extend(_http_reaction(x, pair, exp, allows, answers))
     return out
+
+
+def _refused_by_status(x: Exchange, pair: Pair, exp: Expectation) -> bool:
+    """"error-or-refusal" over HTTP: a 4xx without a JSON-RPC body refuses the frame as clearly as
+    an error would (DIGEST 7.5 leaves the body of such refusals open)."""
+    if exp.kind != "error-or-refusal" or x.transport != "http":
+        return False
+    return any(status in exp.default_statuses() for _, status in _statuses(x, pair))
 
 
 def _silent(x: Exchange, pair: Pair) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import describe, is_integer, same_id_value
+from fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
 from fuzz.oracle.model import BOTH_ERAS, Violation, rule
 
 # HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
@@ -222,4 +222,48 @@ def rpc_12(x: Exchange) -> list[Violation]:
         out.append(Violation("RPC-12", "MUST", f"server sent a JSON-RPC request ({said.message.get('method')})",
                              "server-to-client requests travel only inside InputRequiredResult in 2026-07-28",
                              _method_of(x, i), i))
+    return out
+
+
+def _in_flight_groups(x: Exchange) -> list[list[Pair]]:
+    """Requests on one stdio process that shared an id while in flight together: each was sent
+    before any earlier one with that id had been answered."""
+    groups: list[list[Pair]] = []
+    open_by_key: dict[tuple[int, tuple[str, str]], list[Pair]] = {}
+    for pair in x.pairs:
+        sent = pair.sent
+        if sent.kind != "request" or not sent.id_readable:
+            continue
+        key = (pair.proc, id_key(sent.id))
+        group = open_by_key.get(key)
+        if group is not None and all(not p.responses or min(p.responses) > pair.index for p in group):
+            group.append(pair)
+            continue
+        group = [pair]
+        open_by_key[key] = group
+        groups.append(group)
+    return [g for g in groups if len(g) > 1]
+
+
+@rule("RPC-05", "HEURISTIC", "two requests sharing an id in flight are not both served under that id (stdio)",
+      eras=BOTH_ERAS, scope="transcript")
+def rpc_05(x: Exchange) -> list[Violation]:
+    """RPC-05 forbids the client to reuse an id in flight and leaves the server's reaction open.
+    A server that serves both hands the client two results under one id, which no client can tell
+    apart (JSON-RPC promises no order); refusing the later one with an error keeps them apart.
+    A judgement on robustness, never more than HEURISTIC. Over HTTP every POST is its own exchange."""
+    if x.transport != "stdio":
+        return []
+    out: list[Violation] = []
+    for group in _in_flight_groups(x):
+        served = [(p, i) for p in group for i, said in x.answers(p) if said.kind == "result"]
+        if len({p.index for p, _ in served}) < 2:
+            continue
+        at = max(i for _, i in served)
+        methods = sorted({str(p.method) for p, _ in served})
+        out.append(Violation(
+            "RPC-05", "HEURISTIC", "two requests with the same id in flight were both served under that id",
+            f"{len(served)} results under id {describe(group[0].sent.id)} ({', '.join(methods)}); the client "
+            "cannot tell which answers which (refusing the duplicate with an error would)",
+            group[0].method, at))
     return out

@@ -108,8 +108,19 @@ def _missing(pair: Pair) -> list[str]:
 @rule("META-04", "MUST", "a request missing protocolVersion or clientCapabilities gets -32602 (HTTP 400)")
 def meta_04(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
+    legacy_read = set(x.memo.get("legacy_read", ()))
     for pair in x.pairs:
         sent = pair.sent
+        if pair.index in legacy_read:
+            # No version claim, served by 2025-era rules: what a dual-era server may make of a frame
+            # outside the modern protocol (VER-05 names only initialize as the legacy opener), so
+            # a heuristic; on stdio the process then speaks the legacy era (META-01's concern).
+            i = next(i for i, said in x.answers(pair) if said.kind == "result")
+            later = " and switched the process to the legacy era" if x.transport == "stdio" else ""
+            out.append(Violation("META-04", "HEURISTIC", "request without _meta protocolVersion was served by "
+                                 "2025-era rules", f"a result without resultType{later}; a 2026-07-28 "
+                                 "reading is -32602", pair.method, i))
+            continue
         if sent.kind != "request" or not sent.envelope_ok or not sent.id_readable or sent.legacy:
             continue
         missing = _missing(pair)

@@ -19,6 +19,7 @@ Scope = Literal["pair", "transcript"]
 ExpectKind = Literal[
     # the reply kinds of strategies.malformed.Expect, with the same meaning:
     "error", "error-or-ignore", "no-reply", "error-or-input-required", "error-or-as-valid", "as-valid", "any",
+    "error-or-refusal",
     # and three the properties need beyond malformed frames:
     "not-complete", "result", "rejected",
 ]
@@ -81,6 +82,10 @@ class Expectation:
     kind (a reply is a JSON-RPC result or error; "silence" is no reply at all, on HTTP a body
     without a JSON-RPC message):
       - "error": an error; its code in `codes`, its HTTP status in `statuses` (default 4xx).
+      - "error-or-refusal": an error, as "error"; over HTTP a 4xx without a JSON-RPC body is a
+        refusal too. Silence on stdio is a deviation at `strength`, a result at `served_strength`
+        (JSON-RPC 2.0 answers a frame it cannot serve with an error; DIGEST restates the format,
+        RPC-01, not the duty to answer, so silence is weaker than serving the frame).
       - "error-or-ignore": an error or silence, never a result (HTTP default: 202 or 4xx).
       - "no-reply": silence (HTTP: 202, or a 4xx whose optional error body has no id, HTTP-05).
       - "error-or-input-required": an error or a fresh input_required result (MRTR-15/16).
@@ -92,6 +97,7 @@ class Expectation:
       - "result": a result (an MRTR retry served by another process, MRTR-18).
       - "rejected": an error, or a result with isError true (invalid tool input, DIGEST 18.2).
     rule/strength: what a wrong reaction is reported as (the rule the frame probes).
+    served_strength: the strength of a success reply where none is allowed (default: strength).
     forbid_headers: response headers (any case) that must not come back (e.g. Mcp-Session-Id).
     sentinel: also judge liveness: the next well-formed request after this frame on the same
       process must be answered properly; failing that is HEURISTIC under `rule`.
@@ -107,6 +113,7 @@ class Expectation:
     sentinel: bool = True
     eras: frozenset[Era] = MODERN
     forbid_headers: frozenset[str] = frozenset()
+    served_strength: Strength | None = None
 
     def __post_init__(self) -> None:
         # Callers pass lists or sets from JSON; keep the dataclass hashable and comparable.
@@ -123,29 +130,42 @@ class Expectation:
             return FOUR_XX
         if self.kind in ("error-or-ignore", "no-reply"):
             return FOUR_XX | {202}
+        if self.kind == "error-or-refusal":
+            return FOUR_XX
         return frozenset()
 
     @classmethod
-    def from_case(cls, case: Any, transport: str, *, sentinel: bool = True) -> Expectation:
+    def from_case(cls, case: Any, transport: str, *, sentinel: bool = True, dual: bool = False) -> Expectation:
         """From a `strategies.malformed.MalformedCase` (duck-typed: `.expect`, `.rule`, `.mutation`)."""
-        return cls.from_expect(case.expect, case.rule, transport, mutation=case.mutation, sentinel=sentinel)
+        return cls.from_expect(case.expect, case.rule, transport, mutation=case.mutation, sentinel=sentinel,
+                               dual=dual)
 
     @classmethod
     def from_expect(cls, expect: Any, rule: str, transport: str, *, mutation: str | None = None,
-                    sentinel: bool = True) -> Expectation:
+                    sentinel: bool = True, dual: bool = False) -> Expectation:
         """From a `strategies.malformed.Expect` for one transport. UNSPEC becomes HEURISTIC, a
         "modern-only" expectation holds only in the modern era, "client-rejects" (a server->client
-        frame) judges nothing but survival."""
+        frame) judges nothing but survival.
+
+        `dual`: the target serves both eras (the probe said so). A "modern-only" expectation (a
+        legacy method, a legacy version, no MCP-Protocol-Version header) then judges survival
+        only: such a server may serve the frame by 2025-era rules (VER-05, HDR-02's exception).
+        """
         kind = expect.reply if expect.reply != "client-rejects" else "any"
         codes = expect.allowed_codes(transport) if hasattr(expect, "allowed_codes") else expect.codes
-        strength = {"MUST": "MUST", "SHOULD": "SHOULD"}.get(expect.strength, "HEURISTIC")
+        strength = _strength(expect.strength)
+        served = getattr(expect, "served_strength", None)
+        modern_only = getattr(expect, "only_if", None) == "modern-only"
+        if dual and modern_only:
+            kind, strength, served = "any", "HEURISTIC", None
         # JSON-RPC and stdio framing hold in both eras; everything else is 2026-07-28 semantics.
         era_free = rule.startswith(("RPC-", "STDIO-")) and rule != "RPC-13"
-        eras = BOTH_ERAS if era_free and getattr(expect, "only_if", None) != "modern-only" else MODERN
+        eras = BOTH_ERAS if era_free and not modern_only else MODERN
         return cls(
             kind=kind, rule=rule, codes=frozenset(codes or ()), statuses=frozenset(expect.http_statuses or ()),
             strength=strength, mutation=mutation, sentinel=sentinel, eras=eras,  # type: ignore[arg-type]
             forbid_headers=frozenset(getattr(expect, "forbid_headers", ()) or ()),
+            served_strength=_strength(served) if served is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -153,6 +173,7 @@ class Expectation:
             "kind": self.kind, "rule": self.rule, "codes": sorted(self.codes),
             "statuses": sorted(self.statuses), "strength": self.strength, "mutation": self.mutation,
             "sentinel": self.sentinel, "eras": sorted(self.eras), "forbid_headers": sorted(self.forbid_headers),
+            **({"served_strength": self.served_strength} if self.served_strength is not None else {}),
         }
 
     @classmethod
@@ -162,7 +183,13 @@ class Expectation:
             statuses=frozenset(data.get("statuses", ())), strength=data.get("strength", "MUST"),
             mutation=data.get("mutation"), sentinel=data.get("sentinel", True),
             eras=frozenset(data.get("eras", MODERN)), forbid_headers=frozenset(data.get("forbid_headers", ())),
+            served_strength=data.get("served_strength"),
         )
+
+
+def _strength(text: str) -> Strength:
+    """A catalogue strength as a finding's: UNSPEC (or anything unknown) is at most a HEURISTIC."""
+    return {"MUST": "MUST", "SHOULD": "SHOULD"}.get(text, "HEURISTIC")  # type: ignore[return-value]
 
 
 @dataclass(slots=True)
