@@ -87,16 +87,18 @@ class Prepared:
     fresh_processes: bool
     detail: str = ""
     mutations: tuple[str, ...] = ()
+    dual: bool = False  # the probe found both eras (see Context.dual)
 
     def context(self) -> Context:
         return Context(
             transport=self.spec.transport, era=self.era, fresh_processes=self.fresh_processes,
-            surface=self.surface, target=self.spec.text, mutations=self.mutations,
+            surface=self.surface, target=self.spec.text, mutations=self.mutations, dual=self.dual,
         )
 
     def dump(self) -> dict[str, Any]:
         return {"spec": self.spec.text, "era": self.era, "surface": asdict(self.surface),
-                "fresh_processes": self.fresh_processes, "detail": self.detail, "mutations": list(self.mutations)}
+                "fresh_processes": self.fresh_processes, "detail": self.detail, "mutations": list(self.mutations),
+                "dual": self.dual}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> Prepared:
@@ -106,7 +108,8 @@ class Prepared:
         s["triggers"] = [MrtrTrigger(**t) for t in s.get("triggers", [])]
         s["handles"] = HandleFlow(**s["handles"]) if s.get("handles") else None
         return cls(parse_target(data["spec"], allow_remote=True), data["era"], Surface(**s),
-                   data["fresh_processes"], data.get("detail", ""), tuple(data.get("mutations", ())))
+                   data["fresh_processes"], data.get("detail", ""), tuple(data.get("mutations", ())),
+                   bool(data.get("dual", False)))
 
 
 @dataclass(slots=True)
@@ -196,7 +199,7 @@ def prepare_target(spec: TargetSpec, *, timeout: float) -> Prepared:
     finally:
         endpoint.close()
     detail = f"{result.era} era ({result.detection})" if result.detection else f"{result.era} era"
-    return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail)
+    return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual")
 
 
 # --- where results go ---

@@ -49,7 +49,11 @@ ERROR_OR_AS_VALID = "error-or-as-valid"  # an error, or what the unmutated frame
 AS_VALID = "as-valid"  # handled like the unmutated frame (some reply)
 ANY = "any"  # anything; only crash, hang or garbled output count
 CLIENT_REJECTS = "client-rejects"  # server->client frame a conformant client must refuse
-REPLY_KINDS = (ERROR, ERROR_OR_IGNORE, NO_REPLY, ERROR_OR_INPUT_REQUIRED, ERROR_OR_AS_VALID, AS_VALID, ANY, CLIENT_REJECTS)
+# an error; on HTTP a 4xx without a JSON-RPC body is a refusal too; silence on stdio is a deviation
+# (at `strength`), a success is one at `served_strength`
+ERROR_OR_REFUSAL = "error-or-refusal"
+REPLY_KINDS = (ERROR, ERROR_OR_IGNORE, NO_REPLY, ERROR_OR_INPUT_REQUIRED, ERROR_OR_AS_VALID, AS_VALID, ANY, CLIENT_REJECTS,
+               ERROR_OR_REFUSAL)
 
 MODERN_ONLY = "modern-only"  # skip (or downgrade) for dual-era targets
 
@@ -79,6 +83,8 @@ class Expect:
     only_if: a target property the expectation depends on (`modern-only`: a dual-era server
       may legitimately serve the legacy reading).
     forbid_headers: response header names (lower case) that must not appear.
+    served_strength: how strongly a success reply deviates where none is expected (default:
+      strength); e.g. silence after a null id is a SHOULD, serving it a MUST.
     """
 
     reply: str
@@ -89,6 +95,7 @@ class Expect:
     only_if: str | None = None
     forbid_headers: frozenset[str] = frozenset()
     note: str = ""
+    served_strength: str | None = None
 
     def allowed_codes(self, transport: str) -> frozenset[int] | None:
         if transport == "http" and self.http_codes is not None:
@@ -105,6 +112,7 @@ class Expect:
             "only_if": self.only_if,
             "forbid_headers": sorted(self.forbid_headers),
             "note": self.note,
+            "served_strength": self.served_strength,
         }
 
     def judge(
@@ -128,7 +136,7 @@ class Expect:
             return None
         if transport == "http" and http_status is not None:
             allowed = self.http_statuses
-            if allowed is None and kind == ERROR:
+            if allowed is None and kind in (ERROR, ERROR_OR_REFUSAL):
                 allowed = FOUR_XX
             elif allowed is None and kind in (ERROR_OR_IGNORE, NO_REPLY):
                 allowed = FOUR_XX | {202}
@@ -147,9 +155,13 @@ class Expect:
                 return None
             if kind == ERROR_OR_INPUT_REQUIRED and result_type == p.RESULT_INPUT_REQUIRED:
                 return None
-            return Verdict(deviation, f"answered with a {result_type or 'result'}; expected {kind}")
+            served = self.served_strength
+            served = deviation if served is None else ("HEURISTIC" if served == "UNSPEC" else served)
+            return Verdict(served, f"answered with a {result_type or 'result'}; expected {kind}")
         if outcome == "none":
             if kind in (NO_REPLY, ERROR_OR_IGNORE):
+                return None
+            if kind == ERROR_OR_REFUSAL and transport == "http" and http_status is not None and http_status in FOUR_XX:
                 return None
             return Verdict(deviation, f"no reply; expected {kind}")
         raise ValueError(f"unknown outcome {outcome!r}")
@@ -431,6 +443,15 @@ def _oversized(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
     return _Built(frames=[frame])
 
 
+HUGE_FRAME_SIZE = 11 * 1024 * 1024  # past the 10 MB line limit common stdio transports keep
+
+
+def _huge(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
+    # `oversized-frame` follows the caller's size; this one is fixed, because the limits it probes
+    # (a reader's maximum line, a body parser's maximum size) sit at a few megabytes.
+    return _oversized(draw, base, _Env(env.source, env.method, HUGE_FRAME_SIZE, env.context))
+
+
 # -- envelope mutations -----------------------------------------------------------------------------
 
 
@@ -692,16 +713,20 @@ def _result_unknown_type(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
 # -- the catalogue ------------------------------------------------------------------------------------
 
 _GARBAGE = Expect(
-    ERROR_OR_IGNORE,
+    ERROR_OR_REFUSAL,
     codes=PARSE_CODES,
     strength="SHOULD",
-    note="not JSON: a parse error (-32700, id omitted or null, RPC-07) or silence; never a result",
+    served_strength="MUST",
+    note="not JSON: a parse error (-32700, id omitted or null, RPC-07), as JSON-RPC 2.0 answers it; "
+    "silence is a SHOULD deviation (the DIGEST restates the format, not the duty to answer), a result a MUST",
 )
 _ENVELOPE = Expect(
-    ERROR_OR_IGNORE,
+    ERROR_OR_REFUSAL,
     codes=ENVELOPE_CODES,
     strength="SHOULD",
-    note="not a valid JSON-RPC request: -32600 (or -32700) or silence; never a result",
+    served_strength="MUST",
+    note="not a valid JSON-RPC request: -32600 (or -32700), as JSON-RPC 2.0 answers it; silence is a "
+    "SHOULD deviation, serving it a MUST (RPC-01, RPC-03, RPC-04)",
 )
 _LENIENT = Expect(
     ERROR_OR_AS_VALID,
@@ -803,6 +828,10 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("oversized-frame", "RPC-01", "any", "json", "a valid frame padded in _meta to the size parameter (default 1 MiB)",
        Expect(ERROR_OR_AS_VALID, strength="UNSPEC", note="refusing large frames cleanly is fine; dying is not"),
        _oversized),
+    _m("huge-frame", "RPC-01", "any", "json", "a valid frame padded in _meta to 11 MiB, past common line limits",
+       Expect(ERROR_OR_AS_VALID, strength="UNSPEC",
+              note="a server may refuse a frame that large, but should say so and stay up; dying is HEURISTIC"),
+       _huge, methods=("server/discover", "tools/list")),
     # JSON-RPC envelope
     _m("id-null", "RPC-04", "any", "json", "id is null", _ENVELOPE, _set(("id",), None)),
     _m("id-float", "RPC-03", "any", "json", "id is a fractional number", _ENVELOPE, _id_float),
@@ -822,11 +851,12 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("params-missing", "RPC-13", "any", "json", "no params member, hence no _meta (RPC-13 -> META-04)", _META_MISSING,
        _delete(("params",)), methods=_NO_NAME),
     _m("batch-empty", "RPC-11", "any", "json", "an empty JSON array",
-       Expect(ERROR_OR_IGNORE, codes=ENVELOPE_CODES, strength="UNSPEC", note="RPC-11: batching was removed"),
+       Expect(ERROR_OR_REFUSAL, codes=ENVELOPE_CODES, strength="UNSPEC",
+              note="RPC-11: batching was removed; the reply is UNSPEC, an error is expected (silence: HEURISTIC)"),
        _batch_empty),
     _m("batch-array", "RPC-11", "any", "json", "one or two valid requests wrapped in an array",
-       Expect(ERROR_OR_IGNORE, codes=ENVELOPE_CODES, strength="UNSPEC",
-              note="RPC-11: batching was removed; an error or 4xx is expected"),
+       Expect(ERROR_OR_REFUSAL, codes=ENVELOPE_CODES, strength="UNSPEC",
+              note="RPC-11: batching was removed; the reply is UNSPEC, an error or 4xx is expected (else HEURISTIC)"),
        _batch),
     _m("response-from-client", "RPC-12", "any", "json", "a JSON-RPC response sent by the client",
        Expect(ERROR_OR_IGNORE, codes=ENVELOPE_CODES, http_statuses=_NOT_JSON_HTTP, strength="UNSPEC",
@@ -1151,6 +1181,7 @@ __all__ = [
     "ERROR_OR_AS_VALID",
     "ERROR_OR_IGNORE",
     "ERROR_OR_INPUT_REQUIRED",
+    "ERROR_OR_REFUSAL",
     "MODERN_ONLY",
     "MUTATIONS",
     "NO_REPLY",

@@ -60,10 +60,13 @@ def test_a_finding_is_filed_with_its_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = run_cli("fuzz", "--target", reference_stdio(db, "missing-result-type"), "--properties", "valid,ids",
                    "--max-examples", "20", "--seed", "3", "--out", str(out), "--no-database",
-                   "--shrink-time", "5", "--first-finding", "--progress", "never")
+                   "--shrink-time", "5", "--first-finding", "--progress", "never",
+                   "--write-regressions", str(tmp_path / "regressions"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     index = orjson.loads((out / "findings.json").read_bytes())
     assert index["findings"], index
+    written = sorted((tmp_path / "regressions").glob("test_mcp_gauntlet_*.py"))
+    assert len(written) == len(index["findings"])
     for finding in index["findings"]:
         assert {"id", "rule", "strength", "title", "method", "transport", "mutation", "count", "repro"} <= set(finding)
         assert finding["strength"] in ("MUST", "SHOULD", "HEURISTIC") and finding["count"] >= 1

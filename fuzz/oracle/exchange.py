@@ -125,6 +125,8 @@ def _harness_ended(event: Event) -> bool:
     """An event recording that the harness itself closed the server's stdin (a driver that
     records `close_stdin` says so in the note), after which exiting is the server's right."""
     note = event.note.lower()
+    if note.startswith("broken pipe"):
+        return False  # the server closed its own stdin (it stopped reading): nothing the harness did
     return event.kind != "exit" and "stdin" in note and "close" in note
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from fuzz.oracle.exchange import Exchange, Pair
 from fuzz.oracle.facts import describe
+from fuzz.oracle.framing import in_flight_groups
 from fuzz.oracle.http import header_defects
 from fuzz.oracle.meta import defect_codes
 from fuzz.oracle.model import BOTH_ERAS, Expectation, Violation, rule
@@ -114,8 +115,12 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
             what = "a fresh input_required" if input_required else "a result"
             bad(f"{label} was served ({what})", f"expected {exp.kind}", i, exp.served_strength)
     if not answers and not allows.silence and _silent(x, pair) and not _refused_by_status(x, pair, exp):
-        bad(f"{label} got no reply", f"expected {exp.kind}"
-            + (f" {sorted(exp.codes)}" if exp.codes and allows.check_codes else ""), pair.index)
+        died = x.died_unasked(pair.proc, pair.index) if x.transport == "stdio" else None
+        if died is not None and strength != "MUST":
+            pass  # no answer withheld: the process ended, which liveness reports (a robustness call)
+        else:
+            bad(f"{label} got no reply", f"expected {exp.kind}"
+                + (f" {sorted(exp.codes)}" if exp.codes and allows.check_codes else ""), pair.index)
     if x.transport == "http":
         out.extend(_http_reaction(x, pair, exp, allows, answers))
     return out
@@ -177,9 +182,20 @@ def _is_sentinel(x: Exchange, pair: Pair) -> bool:
     sent = pair.sent
     if pair.index in x.expectations or sent.kind != "request" or not sent.envelope_ok or not sent.id_readable:
         return False
+    if pair.index in _reused_ids(x):
+        return False  # it shares an id in flight: refusing it is a fair answer, not a sign of death
     if x.era == "modern" and not (sent.well_formed_request and sent.modern):
         return False
     return not header_defects(pair)
+
+
+def _reused_ids(x: Exchange) -> frozenset[int]:
+    """Send indices of requests sent while an earlier one with the same id was still in flight."""
+    found = x.memo.get("reused_ids")
+    if found is None:
+        found = frozenset(p.index for group in in_flight_groups(x) for p in group[1:])
+        x.memo["reused_ids"] = found
+    return found
 
 
 def _sentinel_failure(x: Exchange, sentinel: Pair) -> str | None:

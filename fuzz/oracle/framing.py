@@ -225,7 +225,7 @@ def rpc_12(x: Exchange) -> list[Violation]:
     return out
 
 
-def _in_flight_groups(x: Exchange) -> list[list[Pair]]:
+def in_flight_groups(x: Exchange) -> list[list[Pair]]:
     """Requests on one stdio process that shared an id while in flight together: each was sent
     before any earlier one with that id had been answered."""
     groups: list[list[Pair]] = []
@@ -255,7 +255,7 @@ def rpc_05(x: Exchange) -> list[Violation]:
     if x.transport != "stdio":
         return []
     out: list[Violation] = []
-    for group in _in_flight_groups(x):
+    for group in in_flight_groups(x):
         served = [(p, i) for p in group for i, said in x.answers(p) if said.kind == "result"]
         if len({p.index for p, _ in served}) < 2:
             continue

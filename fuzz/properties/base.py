@@ -33,6 +33,9 @@ class Context:
     surface: Surface = field(default_factory=Surface.reference)
     target: str = ""
     mutations: tuple[str, ...] = ()  # restrict malformed frames to these names (globs); () = all
+    # The probe said "dual": the target also serves the legacy era, so frames outside the modern
+    # protocol (legacy methods, no version claim or header) may be served by 2025-era rules.
+    dual: bool = False
 
 
 class Property(ABC):

@@ -246,7 +246,7 @@ def tamper_flip(value: str, seed: int) -> str:
         return "A"
     positions = [i for i in range(len(value)) if i + 1 < len(value) and value[i + 1] != "." and value[i] != "."]
     if not positions:
-        return value + "A" if value[-1] != "A" else value[:-1] + "B"
+        return "A" + value  # too short to flip safely: shift every character's bits instead
     i = positions[seed % len(positions)]
     old = value[i]
     pool = _ALPHABET if old in _ALPHABET else "~!*-_"

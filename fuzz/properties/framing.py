@@ -45,7 +45,7 @@ def blank_line(rid: int | str) -> list[Malformed]:
                       Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))]
 
 
-_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...]], st.SearchStrategy[list[Malformed]]] = {}
+_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...], bool], st.SearchStrategy[list[Malformed]]] = {}
 #: Malformed frames that need a live server's state; the mrtr property plays those for real.
 _SKIP_LEVELS = frozenset({"retry"})
 
@@ -67,9 +67,10 @@ def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
 
 
-def malformed_frames(transport: str, patterns: tuple[str, ...] = ()) -> st.SearchStrategy[list[Malformed]]:
+def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool = False,
+                     ) -> st.SearchStrategy[list[Malformed]]:
     """One malformed transmission (one or more frames) from the strategies' catalogue, or an extra."""
-    key = (transport, tuple(patterns))
+    key = (transport, tuple(patterns), dual)
     cached = _CATALOGUE_CACHE.get(key)
     if cached is not None:
         return cached
@@ -82,7 +83,7 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = ()) -> st.Searc
         # A listen request (however malformed around the edges) opens a stream that answers only
         # when cancelled; one per warm process would leak notifications into later examples.
         options.append(catalogue.any_malformed_case(transport=transport, names=listed).filter(
-            lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport)))
+            lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport, dual)))
     if "blank-line" in names:
         options.append(st.builds(blank_line, st.integers(1, 10_000)))
     strategy = st.one_of(options) if options else st.nothing()
@@ -90,9 +91,9 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = ()) -> st.Searc
     return strategy
 
 
-def _from_catalogue(case: Any, transport: str) -> list[Malformed]:
+def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Malformed]:
     """A `strategies.malformed.MalformedCase` as the frames to send, the first carrying the expectation."""
-    expect = Expectation.from_case(case, transport)
+    expect = Expectation.from_case(case, transport, dual=dual)  # dual: modern-only ones judge survival
     out: list[Malformed] = []
     for i, line in enumerate(case.lines):
         frame = case.frames[i] if case.frames is not None else None
@@ -121,7 +122,7 @@ class FramingProperty(Property):
     eras = frozenset({"modern"})
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
-        frames = malformed_frames(ctx.transport, ctx.mutations)
+        frames = malformed_frames(ctx.transport, ctx.mutations, ctx.dual)
         return st.builds(self._build, id_styles(), st.lists(frames, min_size=1, max_size=3))
 
     def applicable(self, ctx: Context) -> str | None:

@@ -164,6 +164,9 @@ class Core:
         self._called_tool = False
         self._last_http_id: Any = None
         self._session_counter = 0
+        # Set by the stdio adapter: ids of requests whose answers are not yet written, so a second
+        # request with one of them is refused rather than served under the same id (RPC-05).
+        self.pending_ids: set[tuple[type, Any]] | None = None
 
     # --- entry point ---
 
@@ -198,6 +201,12 @@ class Core:
                                    http)
         if msg.get("jsonrpc") != "2.0":
             return self._error(rid, INVALID_REQUEST, 'Invalid request: jsonrpc must be "2.0"', http)
+        pending = self.pending_ids
+        if pending is not None:
+            if (rtype, rid) in pending:
+                return self._error(rid, INVALID_REQUEST, "Invalid request: a request with this id is in flight",
+                                   http)
+            pending.add((rtype, rid))
         method = msg.get("method")
         if type(method) is not str:
             what = "clients must not send responses" if "method" not in msg else "method must be a string"

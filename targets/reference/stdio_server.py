@@ -60,6 +60,7 @@ def serve_stdio(core: Core, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     pending: list[bytes] = []
     pending_len = 0
+    core.pending_ids = in_flight = set()  # ids answered in this batch, not yet written (RPC-05)
     skipping = False  # inside an over-long line we already answered with a parse error
     try:
         while True:
@@ -117,6 +118,7 @@ def serve_stdio(core: Core, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
                 if hub.active:
                     hub.poll()
             out.flush()
+            in_flight.clear()
     except _Stop:
         pass
     except BrokenPipeError:

@@ -1,0 +1,114 @@
+"""Benchmark: does the pool hide process start-up in a fresh-process campaign?
+
+Measured in one run, on the same server command:
+  bare loop   N times: spawn the server, send one request, read the reply, end the process;
+  campaign    a fresh-process property (`history`: every example talks to a process that
+              has served nothing, next to a warm one) for N examples through the campaign
+              runner, with the oracle judging every example.
+The ratio campaign/bare of examples per second is the figure of merit: >= 1.0 means the pool
+started each next process while the current example ran, so a fresh process per example costs
+no more than the start-up itself, even though each example does far more than one request.
+
+    python tests/benchmarks/bench_campaign.py [--examples N] [--target T] [--nightly]
+
+--nightly also runs the 2,000-example campaign over every property and both transports on the
+reference server and requires that it finds nothing. The last line is the one-line summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fuzz.campaign import Job, StoreSink, prepare_target, run_job
+from fuzz.findings import FindingStore
+from fuzz.properties.base import all_properties
+from fuzz.properties.endpoints import open_endpoint
+from targets import wire
+from targets.stdio_driver import start_stdio
+from targets.target_spec import parse_target
+from targets.transcript import Transcript
+
+
+def bare_loop(argv: list[str], n: int) -> float:
+    """Examples per second of spawn -> one request -> reply -> end, n times, one at a time."""
+    started = time.monotonic()
+    for i in range(n):
+        conn = start_stdio(Transcript("bare", "stdio"), argv, timeout=10.0)
+        try:
+            reply = conn.request(wire.build_request(i, "server/discover"))
+            if reply is None:
+                raise SystemExit(f"bare loop: no reply from {argv!r}")
+        finally:
+            conn.close()
+    return n / (time.monotonic() - started)
+
+
+def campaign(target: str, n: int, out: Path) -> tuple[float, int, int]:
+    """Examples per second of the `history` property for n examples; also examples and findings."""
+    spec = parse_target(target)
+    prepared = prepare_target(spec, timeout=5.0)
+    store = FindingStore(out, target=spec.text, seed=1)
+    endpoint = open_endpoint(spec, timeout=5.0)
+    prop = all_properties()["history"]
+    job = Job("history", spec.transport, spec.text, n, None, 10.0, 1)
+    try:
+        # Warm-up outside the clock: the oracle's schemas and the strategies compile once per process.
+        warm = Job("history", spec.transport, spec.text, 2, None, 1.0, 2)
+        run_job(warm, prop, endpoint, prepared.context(), StoreSink(FindingStore(out / "warmup", target=spec.text,
+                                                                             seed=2), None),
+                database=None, timeout=5.0)
+        started = time.monotonic()
+        run = run_job(job, prop, endpoint, prepared.context(), StoreSink(store, None), database=None, timeout=5.0)
+        took = time.monotonic() - started
+    finally:
+        endpoint.close()
+    return run.examples / took, run.examples, len(store.findings)
+
+
+def nightly(out: Path) -> tuple[int, int]:
+    """The 2,000-example campaign over every property and both transports on the reference server."""
+    from fuzz.cli import main
+
+    status = main(["fuzz", "--max-examples", "2000", "--seed", "20260728", "--out", str(out), "--no-database",
+                   "--progress", "never"])
+    index = (out / "findings.json").read_bytes()
+    import orjson
+
+    data = orjson.loads(index)
+    return status, len(data["findings"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=60)
+    parser.add_argument("--target", default=None, help="a stdio: target (default: the reference server)")
+    parser.add_argument("--nightly", action="store_true", help="also run the 2,000-example reference campaign")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
+        tmp_path = Path(tmp)
+        target = args.target or "stdio:" + " ".join(
+            [sys.executable, "-m", "targets.reference", "--transport", "stdio", "--db", str(tmp_path / "db.sqlite3")])
+        argv = list(parse_target(target).argv)
+        bare = bare_loop(argv, args.examples)
+        print(f"bare loop: {bare:.2f} spawns+requests per second ({args.examples} rounds)")
+        eps, examples, findings = campaign(target, args.examples, tmp_path / "out")
+        print(f"campaign:  {eps:.2f} fresh-process examples per second ({examples} examples of `history`, "
+              f"{findings} findings)")
+        ratio = eps / bare
+        night = ""
+        ok = ratio >= 1.0 and findings == 0
+        if args.nightly:
+            status, nightly_findings = nightly(tmp_path / "nightly")
+            night = f", nightly 2000-example campaign: exit {status}, {nightly_findings} findings"
+            ok = ok and status == 0
+        print(f"bench_campaign: campaign/bare = {ratio:.2f} ({eps:.2f} vs {bare:.2f} examples/s, aim >= 1.0)"
+              f"{night}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

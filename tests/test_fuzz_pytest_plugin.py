@@ -1,0 +1,48 @@
+"""The properties as ordinary pytest tests (`--pyargs fuzz.properties.suite --mcp-target T`).
+
+Runs pytest in a subprocess the way a user would, with a tiny Hypothesis profile: the suite
+passes on the reference server and fails, naming the rule and showing the transcript, on a
+mutant.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from fuzz_support import PYTHON, reference_stdio
+
+PROFILE = '''from hypothesis import settings
+settings.register_profile("tiny", max_examples=6, database=None)
+'''
+
+
+def _plugin_args() -> list[str]:
+    """Load the plugin explicitly unless the installed distribution registers it (pytest11)."""
+    registered = any(ep.value.startswith("fuzz.pytest_plugin") for ep in entry_points(group="pytest11"))
+    return [] if registered else ["-p", "fuzz.pytest_plugin"]
+
+
+def _run_suite(tmp_path: Path, target: str, select: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "tiny_profile.py").write_text(PROFILE)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run(
+        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tiny_profile", *_plugin_args(),
+         "--hypothesis-profile", "tiny", "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
+         "-k", select, "--mcp-target", target],
+        capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env,
+    )
+
+
+def test_suite_passes_on_the_reference(tmp_path: Path) -> None:
+    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "framing or valid or history")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "3 passed" in proc.stdout
+
+
+def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> None:
+    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "ids")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "RPC-04" in proc.stdout and "transcript:" in proc.stdout and "-> send" in proc.stdout
