@@ -14,6 +14,7 @@ Files written under the campaign's out directory (the format is a promise, see C
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import re
@@ -245,11 +246,18 @@ class FindingStore:
 
 
 def load_repro(path: Path) -> dict[str, Any]:
-    """Read a replay file; raises ValueError with a one-line reason when it is not one."""
+    """Read a replay file (gzip-compressed when its name ends in .gz: a finding about an 11 MiB
+    frame is a 40 MB file, mostly one repeated byte); raises ValueError with a one-line reason
+    when it is not one."""
     try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
+        raw = path.read_bytes()
+        if path.name.endswith(".gz"):
+            raw = gzip.decompress(raw)
+        data = orjson.loads(raw)
+    except OSError as exc:  # gzip.BadGzipFile and EOFError are OSError / below
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except EOFError:
+        raise ValueError(f"{path} is a truncated gzip file") from None
     except orjson.JSONDecodeError:
         raise ValueError(f"{path} is not JSON") from None
     if not isinstance(data, dict) or not isinstance(data.get("transcript"), dict):

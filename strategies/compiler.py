@@ -715,24 +715,26 @@ class SchemaCompiler:
         return int(lo), int(hi)
 
 
-_CONSTANTS: dict[int, tuple[Any, st.SearchStrategy[Any]]] = {}
+_CONSTANT_ATTR = "_gauntlet_constant"
 
 
 def constant(value: Any) -> st.SearchStrategy[Any]:
     """`st.just(value)` that `record` recognises and fills in without a draw.
 
-    Only for immutable values (str, int, float, bool, None): the value is shared.
+    Only for immutable values (str, int, float, bool, None): the value is shared. The marker
+    is an attribute on the strategy object, so nothing accumulates in a registry.
     """
     strat = st.just(value)
-    _CONSTANTS[id(strat)] = (value, strat)
+    try:
+        setattr(strat, _CONSTANT_ATTR, (value,))
+    except AttributeError:  # pragma: no cover - a future Hypothesis with __slots__: just draw it
+        pass
     return strat
 
 
 def _const_of(strat: st.SearchStrategy[Any]) -> tuple[bool, Any]:
-    found = _CONSTANTS.get(id(strat))
-    if found is not None and found[1] is strat:
-        return True, found[0]
-    return False, None
+    marker = getattr(strat, _CONSTANT_ATTR, None)
+    return (True, marker[0]) if marker is not None else (False, None)
 
 
 def record(
@@ -864,5 +866,3 @@ def compile_schema(schema: Any, limits: Limits = DEFAULT_LIMITS) -> st.SearchStr
     """One-shot helper: a strategy for a self-contained schema document (e.g. a tool inputSchema)."""
     return SchemaCompiler(schema, limits).strategy()
 
-
-StrategyFactory = Callable[[], st.SearchStrategy[Any]]

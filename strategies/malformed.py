@@ -163,6 +163,9 @@ class Expect:
                 return None
             if kind == ERROR_OR_REFUSAL and transport == "http" and http_status is not None and http_status in FOUR_XX:
                 return None
+            if kind == ERROR_OR_AS_VALID and transport == "http" and http_status in (self.http_statuses or ()) \
+                    and http_status in FOUR_XX:
+                return None  # a named 4xx without a body refuses the frame (e.g. 413 for a huge one)
             return Verdict(deviation, f"no reply; expected {kind}")
         raise ValueError(f"unknown outcome {outcome!r}")
 
@@ -829,8 +832,9 @@ _CATALOGUE: tuple[Mutation, ...] = (
        Expect(ERROR_OR_AS_VALID, strength="UNSPEC", note="refusing large frames cleanly is fine; dying is not"),
        _oversized),
     _m("huge-frame", "RPC-01", "any", "json", "a valid frame padded in _meta to 11 MiB, past common line limits",
-       Expect(ERROR_OR_AS_VALID, strength="UNSPEC",
-              note="a server may refuse a frame that large, but should say so and stay up; dying is HEURISTIC"),
+       Expect(ERROR_OR_AS_VALID, http_statuses=FOUR_XX, strength="UNSPEC",
+              note="a server may refuse a frame that large (an error; on HTTP a 4xx such as 413), but should say "
+              "so and stay up; dying is HEURISTIC"),
        _huge, methods=("server/discover", "tools/list")),
     # JSON-RPC envelope
     _m("id-null", "RPC-04", "any", "json", "id is null", _ENVELOPE, _set(("id",), None)),

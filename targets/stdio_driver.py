@@ -134,9 +134,22 @@ class StdioConnection(Connection):
         headers: Sequence[dict[str, str] | None] | None = None,
         timeout: float | None = None,
     ) -> list[int]:
-        """Write every frame before reading any answer: on stdio that is what "in flight" means."""
-        indices = [self.send(frame) for frame in frames]
+        """Write every frame before reading any answer: on stdio that is what "in flight" means.
+
+        The frames go out in one write, so a server reading its input in chunks sees them
+        together (one `send` event per frame is still recorded, in order).
+        """
+        indices: list[int] = []
+        chunks: list[bytes] = []
+        for frame in frames:
+            if isinstance(frame, dict):
+                raw, message = wire.encode_line(frame), frame
+            else:
+                raw, message = frame_bytes_and_message(frame)
+            indices.append(self._record("send", proc=self.proc, message=message, raw=raw))
+            chunks.append(raw)
         if indices:
+            self._write(b"".join(chunks), self._deadline(self.timeout if timeout is None else timeout))
             self._last_send = indices[0]
         return indices
 

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from fuzz_support import CLI, last_line, processes_mentioning, reference_http, reference_stdio, run_cli
+from fuzz_support import (
+    CLI,
+    PYTHON,
+    last_line,
+    processes_mentioning,
+    reference_http,
+    reference_stdio,
+    run_cli,
+)
 
 SUMMARY = r"fuzz: \d+ examples, \d+ properties, \d+ findings"
 PROPERTIES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
@@ -174,3 +182,34 @@ def test_list_properties() -> None:
     proc = run_cli("fuzz", "--list-properties", timeout=60)
     assert proc.returncode == 0
     assert [line.split()[0] for line in proc.stdout.splitlines()] == list(PROPERTIES)
+
+
+LEGACY_SERVER = r'''
+import json, sys
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in msg:
+        continue
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "legacy", "version": "1"}}
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+    else:
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}}
+    sys.stdout.write(json.dumps(reply) + "\n")
+    sys.stdout.flush()
+'''
+
+
+def test_a_legacy_only_server_is_not_judged_by_modern_rules(tmp_path: Path) -> None:
+    script = tmp_path / "legacy_server.py"
+    script.write_text(LEGACY_SERVER)
+    proc = run_cli("fuzz", "--target", f"stdio:{PYTHON} {script}", "--out", str(tmp_path / "out"),
+                   "--no-database", "--max-examples", "7", timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "legacy era" in proc.stderr and "Traceback" not in proc.stderr
+    assert _summary(proc.stdout)[2] == 0
+    assert not processes_mentioning(str(script))

@@ -37,7 +37,7 @@ def _run_suite(tmp_path: Path, target: str, select: str) -> subprocess.Completed
 
 
 def test_suite_passes_on_the_reference(tmp_path: Path) -> None:
-    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "framing or valid or history")
+    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "ids or framing or history")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "3 passed" in proc.stdout
 

@@ -95,6 +95,9 @@ def scenario(rec: Recorder, *, malformed: bool = True) -> None:
     resources = rec.ask(rq(4, "resources/list"))["result"]["resources"]
     rec.ask(rq(5, "resources/templates/list"))
     rec.ask(rq(6, "prompts/list"))
+    # Before any request declares elicitation: the baseline META-02 needs (-32021 here, so a later
+    # elicitation asked of a client that did not declare it is inheritance, not a missing check).
+    rec.ask(rq(22, "tools/call", {"name": "create_event", "arguments": {"title": "baseline"}}))
     rec.ask(rq(7, "tools/call", {"name": "echo", "arguments": {"text": "héllo\nworld"}}))
     opened = rec.ask(rq(8, "tools/call", {"name": "open_calendar", "arguments": {"name": "oracle"}}))
     calendar_id = opened["result"]["structuredContent"]["calendarId"]

@@ -283,9 +283,19 @@ def _(broken: bool) -> Crafter:
 @case("META-02", "capability remembered from an earlier request")
 def _(broken: bool) -> Crafter:
     c = stdio()
-    c.exchange(req(1, "server/discover", caps={"elicitation": {}}), ok(1, DISCOVER))
-    c.exchange(call(2, caps={} if broken else {"elicitation": {}}), ok(2, ir(inputRequests={"q": ELICIT})))
+    # The baseline: before anything declared elicitation, the same call was refused.
+    c.exchange(call(1), err(1, wire.MISSING_CLIENT_CAPABILITY, {"requiredCapabilities": {"elicitation": {}}}))
+    c.exchange(req(2, "server/discover", caps={"elicitation": {}}), ok(2, DISCOVER))
+    c.exchange(call(3, caps={} if broken else {"elicitation": {}}), ok(3, ir(inputRequests={"q": ELICIT})))
     return c
+
+
+def test_meta_02_needs_a_baseline_else_it_is_mrtr_05() -> None:
+    """A server that asks whatever was declared never checked at all: that is MRTR-05, not inheritance."""
+    c = stdio()
+    c.exchange(req(1, "server/discover", caps={"elicitation": {}}), ok(1, DISCOVER))
+    c.exchange(call(2), ok(2, ir(inputRequests={"q": ELICIT})))
+    assert sorted(v.rule for v in judge(c.transcript)) == ["MRTR-05"]
 
 
 # META-04

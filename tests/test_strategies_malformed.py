@@ -312,7 +312,7 @@ def analyze(official, case, view: str) -> set[str]:
 
 # -- the per-kind property ------------------------------------------------------------------------
 
-TO_SERVER = [m for m in MUTATIONS if MUTATIONS[m].name != "oversized-frame"]
+TO_SERVER = [m for m in MUTATIONS if MUTATIONS[m].name not in ("oversized-frame", "huge-frame")]  # valid frames, only large
 
 
 @pytest.mark.parametrize("name", TO_SERVER)

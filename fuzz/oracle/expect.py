@@ -127,11 +127,18 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
 
 
 def _refused_by_status(x: Exchange, pair: Pair, exp: Expectation) -> bool:
-    """"error-or-refusal" over HTTP: a 4xx without a JSON-RPC body refuses the frame as clearly as
-    an error would (DIGEST 7.5 leaves the body of such refusals open)."""
-    if exp.kind != "error-or-refusal" or x.transport != "http":
+    """Over HTTP a 4xx without a JSON-RPC body refuses the frame as clearly as an error would
+    (DIGEST 7.5 leaves the body of such refusals open): for "error-or-refusal", and for
+    "error-or-as-valid" when the caller named that status (a 413 for a huge frame)."""
+    if x.transport != "http":
         return False
-    return any(status in exp.default_statuses() for _, status in _statuses(x, pair))
+    if exp.kind == "error-or-refusal":
+        allowed = exp.default_statuses()
+    elif exp.kind == "error-or-as-valid":
+        allowed = exp.statuses
+    else:
+        return False
+    return any(status in allowed and 400 <= status < 500 for _, status in _statuses(x, pair))
 
 
 def _silent(x: Exchange, pair: Pair) -> bool:

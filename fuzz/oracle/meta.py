@@ -226,27 +226,50 @@ def _input_kinds(result: Any) -> list[tuple[str, Any]]:
     return [(k, v) for k, v in requests.items() if isinstance(v, dict) and isinstance(v.get("method"), str)]
 
 
+def _call_key(pair: Pair) -> tuple[str | None, str | None]:
+    params = pair.sent.params or {}
+    name = params.get("name") if isinstance(params.get("name"), str) else params.get("uri")
+    return pair.method, name if isinstance(name, str) else None
+
+
 @rule("META-02", "MUST", "capabilities are never inferred from earlier requests", scope="transcript")
 def meta_02(x: Exchange) -> list[Violation]:
+    """Inheritance shows only against a baseline: the same call, on a process where no request had
+    declared the capability, was not asked for that kind of input. Without one the server may ask
+    whatever was declared (MRTR-05 reports that on its own), and blaming an earlier request would
+    name the wrong bug."""
     out: list[Violation] = []
     declared_before: dict[int, set[str]] = {}
+    withheld: set[tuple[tuple[str | None, str | None], str]] = set()  # (call, capability) seen refused
+    suspects: list[tuple[Pair, int, str, str, str]] = []
     for pair in x.pairs:
         sent = pair.sent
         if sent.kind != "request" or not sent.modern:
             continue
         earlier = declared_before.setdefault(pair.proc, set())
         mine = set(sent.capabilities)
+        asked: set[str] = set()
         for i, said in x.answers(pair):
             if said.kind != "result" or said.result_type != "input_required" or not isinstance(sent.caps, dict):
                 continue
             for key, request in _input_kinds(said.result):
                 needed = INPUT_KIND_CAPABILITY.get(request["method"])
+                if needed:
+                    asked.add(needed)
                 if needed and needed not in mine and needed in earlier:
-                    out.append(Violation(
-                        "META-02", "MUST", f"asked for {request['method']} using a capability from an earlier request",
-                        f"input request {key!r}: this request did not declare {needed!r}, an earlier one on the "
-                        "same process did", pair.method, i))
+                    suspects.append((pair, i, key, request["method"], needed))
+        if pair.responses and isinstance(sent.caps, dict):
+            for capability in INPUT_KIND_CAPABILITY.values():
+                if capability not in mine and capability not in earlier and capability not in asked:
+                    withheld.add((_call_key(pair), capability))
         earlier.update(mine)
+    for pair, i, key, method, needed in suspects:
+        if (_call_key(pair), needed) not in withheld:
+            continue
+        out.append(Violation(
+            "META-02", "MUST", f"asked for {method} using a capability from an earlier request",
+            f"input request {key!r}: this request did not declare {needed!r}, an earlier one on the same "
+            "process did; the same call without that history was not asked", pair.method, i))
     return out
 
 

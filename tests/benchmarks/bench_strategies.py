@@ -12,8 +12,10 @@ What is measured, per method of 2026-07-28 and for a few tool inputSchemas:
 - hjs/exact: hypothesis-jsonschema on that exact schema (it fails: recursive $ref);
 - hjs/unrolled: hypothesis-jsonschema on the same schema with its recursive $refs unrolled
   to the depth our compiler uses (what it needs to run at all) -> frames/s and the ratio.
-Throughput is frames per CPU-second of the generating process (25 frames per Hypothesis
-example, generate phase only), so other load on the machine distorts it less than wall time.
+Throughput is frames per CPU-second of the generating process, one frame per Hypothesis
+example (how properties use them), generate phase only, each measurement capped by a CPU
+budget: other load on the machine distorts CPU time less than wall time, and
+hypothesis-jsonschema on these schemas needs the cap (seconds per frame).
 
 Run:  /work/venv/bin/python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
 Ends with one summary line.
@@ -37,7 +39,6 @@ PROJECT = Path(__file__).resolve().parents[2]
 SPEC_SCHEMA = PROJECT.parent / "shared" / "spec" / "2026-07-28" / "schema.json"
 sys.path.insert(0, str(PROJECT))
 
-BATCH = 25
 HJS_REQUIREMENTS = ["hypothesis<6.170.10", "hypothesis-jsonschema==0.23.1"]
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -78,43 +79,45 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
 }
 
+# Runs one schema in the throwaway venv; prints one JSON line per example so that the parent
+# can stop it at the CPU budget and still know how far it got.
 HJS_RUNNER = textwrap.dedent(
     """
-    import json, sys, time
-    from hypothesis import HealthCheck, Phase, given, settings, strategies as st
-    import hypothesis, hypothesis_jsonschema
+    import json, os, sys, time
+    from hypothesis import HealthCheck, Phase, given, settings
+    import hypothesis
     from hypothesis_jsonschema import from_schema
 
-    cases = json.load(open(sys.argv[1]))
+    schema = json.load(open(sys.argv[1]))
     frames, budget = int(sys.argv[2]), float(sys.argv[3])
-    out = {"hypothesis": hypothesis.__version__, "results": {}}
-    for name, variants in cases.items():
-        row = {}
-        for variant, schema in variants.items():
-            got = []
-            try:
-                strategy = st.lists(from_schema(schema), min_size=%(batch)d, max_size=%(batch)d)
+    start = time.process_time()
+    count = 0
 
-                @settings(max_examples=max(1, frames // %(batch)d), database=None, deadline=None,
-                          phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-                @given(strategy)
-                def run(batch):
-                    got.extend(batch)
-                    if time.process_time() - start > budget:
-                        raise TimeoutError
-                start = time.process_time()
-                try:
-                    run()
-                except TimeoutError:
-                    pass
-                spent = time.process_time() - start
-                row[variant] = {"frames": len(got), "cpu_s": spent, "rate": len(got) / spent if spent else 0.0}
-            except Exception as exc:
-                row[variant] = {"error": type(exc).__name__ + ": " + str(exc).splitlines()[0][:120]}
-        out["results"][name] = row
-    json.dump(out, sys.stdout)
+    def report(**extra):
+        spent = time.process_time() - start
+        line = {"hypothesis": hypothesis.__version__, "frames": count, "cpu_s": spent,
+                "rate": count / spent if spent else 0.0, **extra}
+        print(json.dumps(line), flush=True)
+
+    try:
+        strategy = from_schema(schema)
+
+        @settings(max_examples=frames, database=None, deadline=None,
+                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+        @given(strategy)
+        def run(frame):
+            global count
+            count += 1
+            report()
+            if time.process_time() - start > budget:
+                os._exit(0)
+
+        run()
+        report(done=True)
+    except Exception as exc:
+        report(error=type(exc).__name__ + ": " + (str(exc).splitlines() or [""])[0][:120])
     """
-) % {"batch": BATCH}
+)
 
 
 def ensure_venv(venv: Path) -> Path:
@@ -157,23 +160,43 @@ def unroll(doc: dict[str, Any], depth: int) -> Any:
     return walk({k: v for k, v in doc.items() if k != "$defs"}, {})
 
 
+def run_hjs(python: Path, runner: Path, schema_file: Path, frames: int, budget: float) -> dict[str, Any]:
+    """Run one schema under hypothesis-jsonschema; stop it at the budget; the last progress line."""
+    proc = subprocess.Popen(
+        [str(python), str(runner), str(schema_file), str(frames), str(budget)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    last: dict[str, Any] = {"frames": 0, "rate": 0.0, "error": "no output"}
+    deadline = time.monotonic() + budget * 4 + 60  # wall clock: the machine may be busy
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            last = json.loads(line)
+            if time.monotonic() > deadline:
+                break
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # our own child, by handle
+        proc.wait(timeout=30)
+    return last
+
+
 def measure_ours(strategy: Any, frames: int, budget: float) -> dict[str, Any]:
     from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import strategies as st
 
     got: list[Any] = []
     start = time.process_time()
 
     @settings(
-        max_examples=max(1, frames // BATCH),
+        max_examples=frames,
         database=None,
         deadline=None,
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(st.lists(strategy, min_size=BATCH, max_size=BATCH))
-    def run(batch: list[Any]) -> None:
-        got.extend(batch)
+    @given(strategy)
+    def run(frame: Any) -> None:
+        got.append(frame)
         if time.process_time() - start > budget:
             raise TimeoutError
 
@@ -188,7 +211,7 @@ def measure_ours(strategy: Any, frames: int, budget: float) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=500, help="frames per measurement (default 500)")
-    parser.add_argument("--budget", type=float, default=30.0, help="CPU seconds cap per measurement")
+    parser.add_argument("--budget", type=float, default=15.0, help="CPU seconds cap per measurement")
     parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "gauntlet-hjs-venv"))
     args = parser.parse_args(argv)
     if not SPEC_SCHEMA.is_file():
@@ -223,32 +246,33 @@ def main(argv: list[str]) -> int:
         print(f"  ours {name:26} arguments {rate['rate']:7.0f}/s", flush=True)
 
     python = ensure_venv(Path(args.venv))
+    hjs: dict[str, dict[str, Any]] = {}
+    hjs_version = "?"
     with tempfile.TemporaryDirectory() as tmp:
-        case_file = Path(tmp) / "cases.json"
-        case_file.write_text(json.dumps(cases))
         runner = Path(tmp) / "runner.py"
         runner.write_text(HJS_RUNNER)
-        proc = subprocess.run(
-            [str(python), str(runner), str(case_file), str(args.frames), str(args.budget)],
-            capture_output=True, text=True, timeout=args.budget * 2 * len(cases) + 120,
-        )
-    if proc.returncode != 0:
-        print(proc.stderr[-2000:])
-        print("bench_strategies: hypothesis-jsonschema runner failed")
-        return 1
-    hjs = json.loads(proc.stdout)
+        for name, variants in cases.items():
+            hjs[name] = {}
+            for variant, schema in variants.items():
+                schema_file = Path(tmp) / "schema.json"
+                schema_file.write_text(json.dumps(schema))
+                last = run_hjs(python, runner, schema_file, args.frames, args.budget)
+                hjs_version = last.get("hypothesis", hjs_version)
+                hjs[name][variant] = last
+                shown = last.get("error") or f"{last.get('rate', 0):.1f}/s ({last.get('frames', 0)} frames)"
+                print(f"  hjs  {name:26} {variant:9} {shown}", flush=True)
 
     print()
-    print(f"ours: Hypothesis {hyp_version} (pinned); hypothesis-jsonschema 0.23.1 on Hypothesis {hjs['hypothesis']}")
+    print(f"ours: Hypothesis {hyp_version} (pinned); hypothesis-jsonschema 0.23.1 on Hypothesis {hjs_version}")
     print(f"{'schema':28} {'ours/frame':>11} {'ours/schema':>12} {'hjs/unrolled':>13} {'ratio':>7}  hjs/exact")
     ratios = []
     for name in cases:
-        row = hjs["results"][name]
+        row = hjs[name]
         exact = row["exact"]
         exact_note = "ok" if "error" not in exact else exact["error"]
         unrolled = row["unrolled"]
         mine = ours[name]["schema"]["rate"]
-        if "error" in unrolled or not unrolled["rate"]:
+        if "error" in unrolled or not unrolled.get("rate"):
             theirs, ratio_text = "error", "-"
         else:
             theirs = f"{unrolled['rate']:.0f}/s"
@@ -260,7 +284,7 @@ def main(argv: list[str]) -> int:
         )
     call = ours["tools/call"]["frame"]["rate"]
     median = statistics.median(ratios) if ratios else float("nan")
-    exact_failures = sum(1 for n in cases if "error" in hjs["results"][n]["exact"])
+    exact_failures = sum(1 for n in cases if "error" in hjs[n]["exact"])
     print(
         f"bench_strategies: ours/hypothesis-jsonschema median ratio {median:.1f}x over {len(ratios)} schemas "
         f"(frames per CPU-second); tools/call frames {call:.0f}/s; hjs failed {exact_failures}/{len(cases)} exact schemas"

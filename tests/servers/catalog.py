@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 SERVERS_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = SERVERS_DIR.parent.parent
 NODE_MODULES = SERVERS_DIR / "node_modules"
 NODE_MIN_MAJOR = 22
 STATE_KEY_ENV = "MCP_GAUNTLET_STATE_KEY"
@@ -71,9 +72,10 @@ def npm_packages_installed() -> bool:
 class ServerSpec:
     """One third-party server: how to start it on stdio and on Streamable HTTP.
 
-    `era` is what it speaks by default: "modern" (2026-07-28 per-request _meta, no initialize),
-    "legacy" (2025-11-25 initialize handshake only) or "dual" (both, chosen per connection on
-    stdio / per request on HTTP). `http_path` is the endpoint path on 127.0.0.1.
+    `era` is what `mcp-gauntlet probe` says it speaks by default: "modern" (2026-07-28 per-request
+    _meta, no initialize), "legacy" (2025-11-25 initialize handshake only) or "dual" (both, chosen
+    per connection on stdio / per request on HTTP). The Python SDK and fastmcp are dual: a fresh
+    process or request still completes `initialize`. `http_path` is the endpoint path on 127.0.0.1.
     """
 
     name: str
@@ -107,6 +109,24 @@ class ServerSpec:
     def http_url(self, port: int) -> str:
         return f"http://127.0.0.1:{port}{self.http_path}"
 
+    def _portable(self, args: tuple[str, ...], extra: tuple[str, ...]) -> list[str]:
+        """The command with paths relative to the project root and the interpreter found on PATH
+        at run time (`python`; node through run_node.py): what a reproduction file records, so
+        that it works from any clone where the servers are installed."""
+        rel = [_relative(a) for a in args]
+        prefix = ["python"] if self.runtime == "python" else ["python", "tests/servers/run_node.py"]
+        return prefix + rel[:1] + list(extra) + rel[1:]
+
+    def portable_stdio_target(self, *extra: str) -> str:
+        """`stdio:` target to run from the project root; `extra` goes right after the script."""
+        return "stdio:" + shlex.join(self._portable(self.stdio_args, extra))
+
+    def portable_http_spawn_target(self, *extra: str) -> str:
+        """`http+spawn:` target to run from the project root (`{port}` left in place)."""
+        argv = self._portable(self.http_args, extra)
+        env = f"env {self.port_env}={{port}} " if self.port_env else ""
+        return "http+spawn:" + env + " ".join(a if a == "{port}" else shlex.quote(a) for a in argv)
+
     def stdio_target(self) -> str:
         """The `--target stdio:<command line>` form of the mcp-gauntlet CLI."""
         return "stdio:" + shlex.join(self.stdio_argv())
@@ -124,16 +144,24 @@ def _here(script: str) -> str:
     return str(SERVERS_DIR / script)
 
 
+def _relative(arg: str) -> str:
+    """A path inside the project as a project-relative path; anything else unchanged."""
+    path = Path(arg)
+    if path.is_absolute() and path.is_relative_to(PROJECT_ROOT):
+        return str(path.relative_to(PROJECT_ROOT))
+    return arg
+
+
 SDK = ServerSpec(
     name="python-sdk",
-    era="modern",
+    era="dual",
     runtime="python",
     stdio_args=(_here("sdk_server.py"),),
     http_args=(_here("sdk_server.py"), "--transport", "http", "--port", "{port}"),
 )
 FASTMCP = ServerSpec(
     name="fastmcp",
-    era="modern",
+    era="dual",
     runtime="python",
     stdio_args=(_here("fastmcp_server.py"),),
     http_args=(_here("fastmcp_server.py"), "--transport", "http", "--port", "{port}"),
@@ -163,4 +191,4 @@ EVERYTHING = ServerSpec(
 )
 
 ALL: dict[str, ServerSpec] = {s.name: s for s in (SDK, FASTMCP, TS_SDK, TS_SDK_STRICT, EVERYTHING)}
-MODERN: tuple[ServerSpec, ...] = (SDK, FASTMCP, TS_SDK, TS_SDK_STRICT)
+MODERN: tuple[ServerSpec, ...] = (SDK, FASTMCP, TS_SDK, TS_SDK_STRICT)  # every one that speaks 2026-07-28

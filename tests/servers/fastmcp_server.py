@@ -10,16 +10,17 @@ SDK. Same surface as sdk_server.py:
   prompt   prepare_week(focus)
 
 fastmcp 4 cannot elicit imperatively on 2026-07-28 (ctx.elicit raises); a tool returns an
-`InputRequiredResult` and reads `ctx.input_responses` on the retry. fastmcp does not check the
-client's elicitation capability for such a tool, so this fixture does it itself (-32021), as a
-careful author would: a finding against this server should be fastmcp's, not the fixture's.
-requestState is sealed by the SDK boundary under a per-process key unless --state-key
-(or MCP_GAUNTLET_STATE_KEY, >= 32 bytes) is given.
+`InputRequiredResult` and reads `ctx.input_responses` on the retry, as fastmcp documents. The
+tool is written that natural way and nothing more: fastmcp itself does not check that the client
+declared the elicitation capability before such a tool asks (MRTR-05), so neither does the
+fixture, and a finding about it is fastmcp's. `--check-capability` adds the check a careful
+author would write by hand (-32021, META-05). requestState is sealed by the SDK boundary under a
+per-process key unless --state-key (or MCP_GAUNTLET_STATE_KEY, >= 32 bytes) is given.
 
 Usage:
   python fastmcp_server.py [--transport stdio|http] [--host 127.0.0.1] [--port 8000]
                            [--path /mcp] [--json-response] [--state-key KEY]
-                           [--host-origin-protection off|auto]
+                           [--host-origin-protection off|auto] [--check-capability]
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def _answered_start(ctx: Context) -> str | None:
     return None
 
 
-def build_server(state_key: str | None) -> FastMCP:
+def build_server(state_key: str | None, *, check_capability: bool = False) -> FastMCP:
     """Build the server; a shared key replaces the per-process request-state key."""
     security = RequestStateSecurity(keys=[state_key]) if state_key else None
     mcp = FastMCP(
@@ -93,7 +94,8 @@ def build_server(state_key: str | None) -> FastMCP:
     def create_event(title: str, ctx: Context, startsAt: str | None = None) -> str | InputRequiredResult:
         start = startsAt or _answered_start(ctx)
         if start is None:
-            _require_form_elicitation(ctx)
+            if check_capability:
+                _require_form_elicitation(ctx)
             ask = ElicitRequest(
                 params=ElicitRequestFormParams(
                     message="When does the event start?", requested_schema=WHEN_SCHEMA
@@ -131,11 +133,13 @@ def main(argv: list[str] | None = None) -> int:
         default="off",
         help="fastmcp's Host/Origin guard; off is fastmcp 4's default (answers any Origin)",
     )
+    parser.add_argument("--check-capability", action="store_true",
+                        help="refuse create_event with -32021 when the client did not declare form elicitation")
     args = parser.parse_args(argv)
     if args.state_key is not None and len(args.state_key.encode()) < 32:
         print("error: --state-key must be at least 32 bytes", file=sys.stderr)
         return 2
-    mcp = build_server(args.state_key)
+    mcp = build_server(args.state_key, check_capability=args.check_capability)
     if args.transport == "stdio":
         mcp.run("stdio", show_banner=False)
     else:

@@ -11,6 +11,14 @@ Surface (the same on every third-party server under tests/servers/):
   resource calendar://week                  text/plain
   prompt   prepare_week(focus)              one user message
 
+mcp 2.3.0 offers two ways to write a tool that asks for input on 2026-07-28, and this fixture
+uses either (`--mrtr`): `body` (the default) returns an `InputRequiredResult` from the tool body
+and reads `ctx.input_responses` on the retry, the way fastmcp tools do it; `resolve` declares an
+`Annotated[When, Resolve(fn)]` parameter whose resolver returns `Elicit(...)`. The SDK checks the
+client's elicitation capability only on the second way (-32021); on the first it sends the
+elicitation to a client that never declared it (MRTR-05). `ctx.elicit()` is no third way: on
+2026-07-28 it fails with -32600 (no back-channel).
+
 The SDK seals `requestState` with AES-GCM under a key it draws per process
 (`RequestStateSecurity.ephemeral()`), so an MRTR retry that lands on another process is
 refused. `--state-key` (or env MCP_GAUNTLET_STATE_KEY, >= 32 bytes) gives every instance
@@ -18,7 +26,7 @@ the same key, which makes cross-process retries work.
 
 Usage:
   python sdk_server.py [--transport stdio|http] [--host 127.0.0.1] [--port 8000]
-                       [--path /mcp] [--json-response] [--state-key KEY]
+                       [--path /mcp] [--json-response] [--state-key KEY] [--mrtr body|resolve]
 """
 
 from __future__ import annotations
@@ -29,9 +37,10 @@ import os
 import sys
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.request_state import RequestStateSecurity
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 SERVER_NAME = "gauntlet-sdk-calendar"
@@ -51,7 +60,18 @@ def ask_start(startsAt: str | None = None) -> When | Elicit[When]:
     return Elicit("When does the event start?", When)
 
 
-def build_server(state_key: str | None) -> MCPServer:
+ASK_KEY = "when"
+
+
+def _answered_start(ctx: Context) -> str | None:
+    answer = (ctx.input_responses or {}).get(ASK_KEY)
+    if isinstance(answer, ElicitResult) and answer.action == "accept" and answer.content:
+        value = answer.content.get("startsAt")
+        return value if isinstance(value, str) and value else None
+    return None
+
+
+def build_server(state_key: str | None, mrtr: str = "body") -> MCPServer:
     """Build the server; a shared key replaces the SDK's per-process request-state key."""
     security = RequestStateSecurity(keys=[state_key]) if state_key else None
     mcp = MCPServer(
@@ -62,13 +82,28 @@ def build_server(state_key: str | None) -> MCPServer:
         log_level="WARNING",
     )
 
-    @mcp.tool(description="Create a calendar event; asks for the start time when it is missing.")
-    def create_event(
-        title: str,
-        when: Annotated[When, Resolve(ask_start)],
-        startsAt: str | None = None,
-    ) -> str:
-        return f"created {title!r} at {when.startsAt}"
+    if mrtr == "resolve":
+
+        @mcp.tool(description="Create a calendar event; asks for the start time when it is missing.")
+        def create_event(
+            title: str,
+            when: Annotated[When, Resolve(ask_start)],
+            startsAt: str | None = None,
+        ) -> str:
+            return f"created {title!r} at {when.startsAt}"
+
+    else:
+
+        @mcp.tool(name="create_event", description="Create a calendar event; asks for the start time when it is missing.")
+        def create_event_body(
+            title: str, ctx: Context, startsAt: str | None = None
+        ) -> str | InputRequiredResult:
+            start = startsAt or _answered_start(ctx)
+            if start is None:
+                ask = ElicitRequest(params=ElicitRequestFormParams(
+                    message="When does the event start?", requested_schema=When.model_json_schema()))
+                return InputRequiredResult(input_requests={ASK_KEY: ask}, request_state=f"title={title}")
+            return f"created {title!r} at {start}"
 
     @mcp.tool(description="Return the text unchanged.")
     def echo(text: str) -> str:
@@ -93,11 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", default="/mcp")
     parser.add_argument("--json-response", action="store_true", help="answer application/json, never SSE")
     parser.add_argument("--state-key", default=os.environ.get(STATE_KEY_ENV), help="shared requestState key")
+    parser.add_argument("--mrtr", choices=["body", "resolve"], default="body",
+                        help="how create_event asks: InputRequiredResult from the body, or a Resolve(...) parameter")
     args = parser.parse_args(argv)
     if args.state_key is not None and len(args.state_key.encode()) < 32:
         print("error: --state-key must be at least 32 bytes", file=sys.stderr)
         return 2
-    mcp = build_server(args.state_key)
+    mcp = build_server(args.state_key, args.mrtr)
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     if args.transport == "stdio":
         mcp.run("stdio")
