@@ -27,6 +27,7 @@ _EXPORTS = {
     "SchemaSource": "schema_source",
     "SchemaSourceError": "schema_source",
     "load_schema_source": "schema_source",
+    "result_schema": "schema_source",
     "SchemaCompiler": "compiler",
     "CompileError": "compiler",
     "compile_schema": "compiler",

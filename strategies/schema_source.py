@@ -456,3 +456,13 @@ def load_schema_source(path: str | os.PathLike[str] | None = None, *, revision: 
 
 def default_source() -> SchemaSource:
     return load_schema_source()
+
+
+def result_schema(method: str, result_type: str, *, schema_source: SchemaSource | None = None) -> dict[str, Any] | None:
+    """Standalone JSON Schema for a `result` of `method` with that `resultType`, or None.
+
+    For the oracle: dispatch on the resultType value first (RT-06); None means the method may
+    not answer with that value (MRTR-01 for `input_required`, RT-04 for unknown values).
+    """
+    source = schema_source if schema_source is not None else default_source()
+    return source.result_schema(method, result_type)

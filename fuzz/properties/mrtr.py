@@ -16,6 +16,10 @@ when the surface was learned), then continues in one of these ways, and ends wit
   wrong-shape     one answer of the wrong shape: SHOULD be a JSON-RPC error, not success (MRTR-16)
   same-id         the retry reuses the original request's id (already answered, so legal):
                   judged for shape and liveness
+  undeclared      the same call again from a client that declared none of the capabilities its
+                  questions need: -32021 (META-05), or an answer that asks nothing of those kinds;
+                  the oracle reports an input request of an undeclared kind (MRTR-05). First in
+                  the list, so the simplest example (the one Hypothesis tries first) probes it
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
 from fuzz.properties.executor import Run
 from fuzz.properties.surface import MrtrTrigger, Surface
 
-SCENARIOS = ("rounds", "tamper-flip", "tamper-truncate", "tamper-structured", "foreign", "decline", "cancel",
+SCENARIOS = ("undeclared", "rounds", "tamper-flip", "tamper-truncate", "tamper-structured", "foreign", "decline", "cancel",
              "replay", "missing", "extra", "wrong-shape", "same-id")
 TAMPER = {"tamper-flip": "flip", "tamper-truncate": "truncate", "tamper-structured": "structured"}
 
@@ -108,6 +112,9 @@ class MrtrProperty(Property):
         elif scenario == "wrong-shape":
             params["retry"] = b.call(0, first, label="wrong-answer", mutation="input-responses-wrong-shape",
                                      bind=[state(begin), answers(begin, "wrong-shape", index=knob)])
+        elif scenario == "undeclared":
+            params["retry"] = b.call(0, Call(first.method, copy.deepcopy(first.params), {}, input_schema=schema),
+                                     label="undeclared-capability")
         elif scenario == "same-id":
             params["retry"] = b.call(0, first, label="retry-same-id", mutation="retry-reuses-id", rid=begin_id,
                                      bind=[state(begin), answers(begin)])
