@@ -91,7 +91,7 @@ def test_mutant_is_found_and_replayable(bug: str, tmp_path: Path, capsys: pytest
     assert 1 <= len(sent) <= MAX_REPRO_FRAMES, f"{len(sent)} frames in the reproduction"
     assert repro["reproduce_blob"] and repro["property"] == prop and repro["target"] == target
 
-    assert cli_main(["replay", str(repro_path)]) == 1, capsys.readouterr().out
+    assert cli_main(["replay", str(repro_path), "--show"]) == 1, capsys.readouterr().out
     fixed = make(tmp_path / "reference.sqlite3")
-    assert cli_main(["replay", str(repro_path), "--target", fixed]) == 0, capsys.readouterr().out
+    assert cli_main(["replay", str(repro_path), "--target", fixed, "--show"]) == 0, capsys.readouterr().out
     assert not processes_mentioning(str(tmp_path)), "a replay left a server process running"
