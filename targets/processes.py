@@ -16,8 +16,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -178,6 +180,19 @@ class ManagedProcess:
         return f"ManagedProcess(pid={self.pid}, argv={self.argv!r})"
 
 
+def _resolve_own_script(argv: Sequence[str]) -> list[str]:
+    """`mcp-gauntlet serve ...` names our own console script, which sits beside this interpreter.
+
+    Users run `.venv/bin/mcp-gauntlet fuzz --target "stdio:mcp-gauntlet serve --bug X"` without
+    activating the venv; the target should still mean the reference server of this installation.
+    """
+    if argv and argv[0] == "mcp-gauntlet" and shutil.which("mcp-gauntlet") is None:
+        beside = Path(sys.executable).with_name("mcp-gauntlet")
+        if beside.is_file():
+            return [str(beside), *argv[1:]]
+    return list(argv)
+
+
 def spawn(
     argv: Sequence[str],
     *,
@@ -190,6 +205,7 @@ def spawn(
     if not argv:
         raise SpawnError("empty command line")
     _install_signal_handlers()
+    argv = _resolve_own_script(argv)
     log = tempfile.TemporaryFile(prefix="mcp-gauntlet-stderr-")
     try:
         popen = subprocess.Popen(
