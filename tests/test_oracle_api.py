@@ -76,6 +76,32 @@ def test_expectation_of_modern_era_is_not_applied_in_legacy() -> None:
     assert "RPC-01" in {v.rule for v in judge(c.transcript, era="legacy", expectations=both)}
 
 
+def test_modern_only_expectation_judges_survival_only_on_a_dual_era_target() -> None:
+    """A dual-era server may serve a legacy method or a request without MCP-Protocol-Version by
+    2025-era rules (VER-05, HDR-02's exception): on such a target, a "modern-only" expectation of
+    the malformed catalogue keeps only the liveness check."""
+    from strategies.malformed import MUTATIONS
+
+    for name in ("hdr-version-missing", "legacy-ping", "meta-version-legacy"):
+        mutation = MUTATIONS[name]
+        modern = Expectation.from_expect(mutation.expect, mutation.rule, "http", mutation=name)
+        dual = Expectation.from_expect(mutation.expect, mutation.rule, "http", mutation=name, dual=True)
+        assert modern.kind == "error" and modern.strength == "MUST"
+        assert (dual.kind, dual.strength, dual.statuses, dual.sentinel) == ("any", "HEURISTIC", frozenset(), True)
+    envelope = MUTATIONS["id-null"]
+    assert Expectation.from_expect(envelope.expect, "RPC-04", "stdio", dual=True) == \
+        Expectation.from_expect(envelope.expect, "RPC-04", "stdio")
+    # A request without the version header over HTTP: open by HDR-02, so the answer is not judged
+    # by modern rules (here a legacy -32601 with HTTP 200 would otherwise break HDR-05).
+    c = Crafter("http")
+    c.spawn()
+    msg = wire.build_request(1, "server/discover")
+    headers = {k: v for k, v in wire.http_headers(msg).items() if k != "MCP-Protocol-Version"}
+    c.send(msg, headers=headers)
+    c.recv(wire.build_error(1, wire.METHOD_NOT_FOUND, "Method not found"), status=200)
+    assert judge(c.transcript) == []
+
+
 def test_rule_selection_and_usage_errors() -> None:
     c = _modern_breakage()
     assert {v.rule for v in judge(c.transcript, rules=["RT-01"])} == {"RT-01"}

@@ -156,13 +156,14 @@ class Expectation:
         strength = _strength(expect.strength)
         served = getattr(expect, "served_strength", None)
         modern_only = getattr(expect, "only_if", None) == "modern-only"
+        statuses = frozenset(expect.http_statuses or ())
         if dual and modern_only:
-            kind, strength, served = "any", "HEURISTIC", None
+            kind, strength, served, statuses = "any", "HEURISTIC", None, frozenset()
         # JSON-RPC and stdio framing hold in both eras; everything else is 2026-07-28 semantics.
         era_free = rule.startswith(("RPC-", "STDIO-")) and rule != "RPC-13"
         eras = BOTH_ERAS if era_free and not modern_only else MODERN
         return cls(
-            kind=kind, rule=rule, codes=frozenset(codes or ()), statuses=frozenset(expect.http_statuses or ()),
+            kind=kind, rule=rule, codes=frozenset(codes or ()), statuses=statuses,
             strength=strength, mutation=mutation, sentinel=sentinel, eras=eras,  # type: ignore[arg-type]
             forbid_headers=frozenset(getattr(expect, "forbid_headers", ()) or ()),
             served_strength=_strength(served) if served is not None else None,

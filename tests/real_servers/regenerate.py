@@ -53,20 +53,60 @@ TS_STATE_KEY = "gauntlet-shared-request-state-key-0001"
 sys.path.insert(0, str(ROOT / "tests" / "servers"))
 import catalog  # noqa: E402 - the example servers' command lines, found beside this script
 
+# Why each finding has the strength it has, checked against DIGEST (section and rule ids are
+# DIGEST's). Keyed by (rule, strength, mutation); every committed finding must have an entry, so
+# nothing reaches the README that was not read against the spec first.
+WHY: dict[tuple[str, str, str | None], str] = {
+    ("RPC-01", "SHOULD", "truncated-json"):
+        "invalid JSON is dropped without a -32700. MCP messages are JSON-RPC 2.0 (RPC-01), which answers "
+        "a parse error; DIGEST restates the format, not the duty to answer, so silence is a SHOULD",
+    ("RPC-01", "SHOULD", "jsonrpc-missing"):
+        'a request without "jsonrpc": "2.0" (RPC-01) is dropped without a -32600; serving it would be '
+        "the MUST",
+    ("RPC-11", "HEURISTIC", "batch-array"):
+        "a batch array is dropped silently; RPC-11 leaves the reply UNSPEC (an error or 4xx is expected)",
+    ("RPC-04", "SHOULD", "null-id"):
+        "a request with a null id (RPC-04) is dropped without a -32600; serving it would be the MUST",
+    ("RPC-04", "SHOULD", "id-null"):
+        "a request with a null id (RPC-04) is dropped without a -32600; serving it would be the MUST",
+    ("RPC-03", "SHOULD", "fraction-id"):
+        "a request with a fractional id (RPC-03: a string or an integer) is dropped without a -32600, "
+        "graded like the null id",
+    ("RPC-05", "HEURISTIC", None):
+        "two requests with one id in flight are both served under that id, so the client cannot tell the "
+        "answers apart; RPC-05 binds only the client, so the server's reaction is a robustness judgement",
+    ("MRTR-05", "MUST", None):
+        "input_required asks elicitation/create of a request that declared no elicitation capability "
+        "(MRTR-05 MUST NOT; -32021, META-05, is the answer)",
+    ("SL-3", "SHOULD", None):
+        "an MRTR round-trip begun on one process is refused (-32602) by a fresh one: the requestState key "
+        "is drawn per process, and DIGEST 15.3 says a server SHOULD NOT require reusing a process",
+    ("RPC-01", "HEURISTIC", "huge-frame"):
+        "one 11 MiB line makes the process close and exit with status 0, saying nothing; a server may "
+        "refuse a frame that large, but should say so and stay up: a robustness finding",
+    ("MRTR-14", "SHOULD", None):
+        "a requestState minted for one request completes a request with other arguments: the state is "
+        "not bound to its originating request (MRTR-14 SHOULD)",
+}
+
 
 @dataclass(frozen=True)
 class Expected:
     """A deviation a campaign must report: its rule, strength and (when it is about one malformed
-    frame) the mutation; `why` is the DIGEST reasoning shown in the README."""
+    frame) the mutation."""
 
     rule: str
     strength: str
     mutation: str | None = None
-    why: str = ""
 
     def matches(self, finding: dict[str, Any]) -> bool:
         return (finding["rule"] == self.rule and finding["strength"] == self.strength
                 and (self.mutation is None or finding.get("mutation") == self.mutation))
+
+
+def why(finding: dict[str, Any]) -> str:
+    return WHY.get((finding["rule"], finding["strength"], finding.get("mutation")),
+                   WHY.get((finding["rule"], finding["strength"], None), ""))
 
 
 @dataclass(frozen=True)
@@ -83,7 +123,8 @@ class Campaign:
     extra: tuple[str, ...] = ()  # arguments for the server, after its script
     expected: tuple[Expected, ...] = ()
     never: tuple[str, ...] = ()  # rule ids this campaign must not report
-    shrink_seconds: float = 3.0
+    shrink_seconds: float = 2.0
+    first_finding: bool = False  # stop at the first failure (shrunk): one probe, one finding
     legacy: bool = False  # a legacy-era server: fuzz stops with a message or reports era-free rules only
 
     @property
@@ -102,70 +143,59 @@ class Campaign:
                 "--timeout", "20"]
         if self.mutations:
             args += ["--mutations", ",".join(self.mutations)]
+        if self.first_finding:
+            args.append("--first-finding")
         return args
 
 
-# The stdio silent drops, as DIGEST grades them (section references are DIGEST's).
-_FRAME_DROPS = (
-    Expected("RPC-01", "SHOULD", "truncated-json",
-             "invalid JSON is dropped without a -32700; MCP messages are JSON-RPC 2.0 (RPC-01), which "
-             "answers a parse error, but DIGEST restates the format, not the duty to answer: SHOULD"),
-    Expected("RPC-01", "SHOULD", "jsonrpc-missing",
-             "a request without \"jsonrpc\": \"2.0\" (RPC-01) is dropped without a -32600; serving it "
-             "would be the MUST"),
-    Expected("RPC-11", "HEURISTIC", "batch-array",
-             "a batch array is dropped silently; RPC-11 leaves the reply UNSPEC (an error is expected)"),
-)
-_FRAMING_MUTATIONS = ("truncated-json", "jsonrpc-missing", "batch-array")
-_NULL_ID = Expected("RPC-04", "SHOULD", "null-id",
-                    "a null id (RPC-04) is dropped without a -32600; serving it would be the MUST")
-_COLLIDING = Expected(
-    "RPC-05", "HEURISTIC", None,
-    "two requests with one id in flight are both answered under that id; RPC-05 binds only the "
-    "client, so the server's reaction is a robustness judgement")
-_MRTR_05 = Expected(
-    "MRTR-05", "MUST", None,
-    "input_required asks elicitation/create of a request that declared no elicitation (MRTR-05 MUST NOT)")
-_SL_3 = Expected(
-    "SL-3", "SHOULD", None,
-    "an MRTR round-trip begun on one process is refused by a fresh one (-32602): the requestState key "
-    "is drawn per process, and DIGEST 15.3 says a server SHOULD NOT require reusing a process")
-_HUGE = Expected(
-    "RPC-01", "HEURISTIC", "huge-frame",
-    "an 11 MiB line makes the process close and exit 0 without a word; refusing it is fine, dying is a "
-    "robustness finding (HEURISTIC)")
-# Era rules DIGEST marks modern-only: HDR-02's exception lets a server that still serves pre-2025-06-18
-# clients read a request without MCP-Protocol-Version as 2025-03-26, so that is never reported for them.
-_NEVER_HTTP = ("HDR-02",)
+SEED = 20261130
+# One framing campaign per silent drop: Hypothesis stops generating soon after its first failures,
+# so a campaign that mixes several malformed frames finds whichever comes first; one frame kind per
+# campaign makes the first (simplest) example the probe, and a second example is plenty.
+DROPS = (("truncated-json", Expected("RPC-01", "SHOULD", "truncated-json")),
+         ("jsonrpc-missing", Expected("RPC-01", "SHOULD", "jsonrpc-missing")),
+         ("batch-array", Expected("RPC-11", "HEURISTIC", "batch-array")))
+HUGE = ("huge-frame", Expected("RPC-01", "HEURISTIC", "huge-frame"))
+NULL_ID = Expected("RPC-04", "SHOULD", "null-id")
+COLLIDING = Expected("RPC-05", "HEURISTIC")
+MRTR_05 = Expected("MRTR-05", "MUST")
+SL_3 = Expected("SL-3", "SHOULD")
 
-def _modern(server: str, *, extra: tuple[str, ...] = (), more: tuple[Expected, ...] = (),
-            never: tuple[str, ...] = (), huge: bool = False) -> tuple[Campaign, ...]:
-    """Three stdio campaigns per modern server, each aimed so that its budget goes where the
-    deviations are: malformed frames (a few chosen mutations, so each is drawn often enough to be
-    a finding of its own), id discipline with valid calls (warm processes: cheap), and the
-    cross-process handoff with MRTR conversations (fresh processes: costly, few examples)."""
-    mutations = (*_FRAMING_MUTATIONS, "huge-frame") if huge else _FRAMING_MUTATIONS
+
+def _modern(server: str, *, extra: tuple[str, ...] = (), mrtr: tuple[Expected, ...] = (),
+            never: tuple[str, ...] = (), huge: bool = False, mrtr_examples: int = 8) -> tuple[Campaign, ...]:
+    """The stdio campaigns of one modern server: each silent drop, id discipline with valid calls
+    (a warm process: cheap), then the cross-process handoff and MRTR conversations (fresh
+    processes: costly, so few examples; their first examples are the probes that matter)."""
+    frames = (*DROPS, HUGE) if huge else DROPS
     return (
-        Campaign(f"{server}-stdio-framing", server, "stdio", ("framing",), 12 + 4 * huge, SEED,
-                 mutations=mutations, extra=extra, expected=(*_FRAME_DROPS, *((_HUGE,) if huge else ())),
-                 never=never),
+        *(Campaign(f"{server}-stdio-{mutation}", server, "stdio", ("framing",), 2, SEED, mutations=(mutation,),
+                   extra=extra, expected=(expected,), never=never, first_finding=True)
+          for mutation, expected in frames),
         Campaign(f"{server}-stdio-ids", server, "stdio", ("ids", "valid"), 40, SEED, extra=extra,
-                 expected=(_NULL_ID, _COLLIDING), never=never),
-        Campaign(f"{server}-stdio-mrtr", server, "stdio", ("handoff", "mrtr"), 10, SEED, extra=extra,
-                 expected=more, never=never),
+                 expected=(NULL_ID, COLLIDING), never=never, shrink_seconds=3.0),
+        Campaign(f"{server}-stdio-mrtr", server, "stdio", ("handoff", "mrtr"), mrtr_examples, SEED, extra=extra,
+                 expected=mrtr, never=never),
     )
 
 
-SEED = 20261130
+# HDR-02's exception lets a server that still serves pre-2025-06-18 clients read a request without
+# MCP-Protocol-Version as 2025-03-26: never a finding against such a (dual-era) server.
+NEVER_HTTP = ("HDR-02",)
+
 CAMPAIGNS: tuple[Campaign, ...] = (
-    *_modern("python-sdk", more=(_MRTR_05, _SL_3)),
-    *_modern("fastmcp", more=(_MRTR_05, _SL_3)),
-    *_modern("typescript-sdk", extra=("--state-key", TS_STATE_KEY), never=("MRTR-05", "SL-3"), huge=True),
+    *_modern("python-sdk", mrtr=(MRTR_05, SL_3)),
+    *_modern("fastmcp", mrtr=(MRTR_05, SL_3)),
+    # The TypeScript SDK checks the capability itself and, with the shared key, keeps state across
+    # processes: MRTR-05 and SL-3 must not appear. Its processes start fast: more MRTR examples.
+    *_modern("typescript-sdk", extra=("--state-key", TS_STATE_KEY), never=("MRTR-05", "SL-3"), huge=True,
+             mrtr_examples=30),
     Campaign("python-sdk-http", "python-sdk", "http", ("framing", "valid"), 12, SEED,
              mutations=("hdr-version-missing", "hdr-method-missing", "truncated-json", "batch-array"),
-             never=_NEVER_HTTP),
+             never=NEVER_HTTP),
     Campaign("server-everything-stdio", "server-everything", "stdio", ("framing", "ids"), 10, SEED, legacy=True),
 )
+SERVER_ORDER = ("python-sdk", "fastmcp", "typescript-sdk", "server-everything")
 
 
 # --- running ---
@@ -270,7 +300,8 @@ def collect(outcomes: list[Outcome], versions: dict[str, dict[str, str]]) -> dic
             key = _bucket(f)
             if key not in best or size < best[key][0]:
                 best[key] = (size, f)
-        for _, f in sorted(best.values(), key=lambda sf: (STRENGTH_ORDER.get(sf[1]["strength"], 9), sf[1]["rule"])):
+        for _, f in sorted(best.values(), key=lambda sf: (STRENGTH_ORDER.get(sf[1]["strength"], 9), sf[1]["rule"],
+                                                           sf[1].get("mutation") or "")):
             name = f"{c.name}-{f['id']}.json"
             raw = (o.out / f["repro"]).read_bytes()
             if len(raw) > GZIP_ABOVE:
@@ -283,9 +314,11 @@ def collect(outcomes: list[Outcome], versions: dict[str, dict[str, str]]) -> dic
                 "campaign": c.name, "server": c.server, "transport": c.transport, "rule": f["rule"],
                 "strength": f["strength"], "title": f["title"], "method": f.get("method"),
                 "mutation": f.get("mutation"), "property": f.get("property"), "count": f.get("count"),
-                "why": next((e.why for e in c.expected if e.matches(f)), ""),
+                "why": why(f),
                 "repro": repro, "command": f"mcp-gauntlet replay {repro}",
             })
+    rows.sort(key=lambda r: (SERVER_ORDER.index(r["server"]), r["transport"] != "stdio",
+                             STRENGTH_ORDER.get(r["strength"], 9), r["rule"], r.get("mutation") or ""))
     return {"generated_by": "python tests/real_servers/regenerate.py", "servers": versions,
             "campaigns": campaigns, "findings": rows}
 
@@ -323,7 +356,9 @@ def render(data: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for f in data["findings"]:
-        what = f["title"] + (f" (`{f['mutation']}`)" if f.get("mutation") else "")
+        what = f["title"]
+        if f.get("mutation") and f"({f['mutation']})" not in what:
+            what += f" (`{f['mutation']}`)"
         lines.append(f"| {server_cell(f['server'])} | {f['transport']} | {_cell(what)} | {f['rule']} | "
                      f"{f['strength']} | `{f['command']}` |")
     lines += ["", "Why each strength:", ""]
@@ -335,13 +370,21 @@ def render(data: dict[str, Any]) -> str:
             lines.append(f"- {f['rule']} {f['strength']}" + (f" (`{f['mutation']}`)" if f.get("mutation") else "")
                          + f": {f['why']}.")
     lines += ["", "What the campaigns ran, and what they did not report:", ""]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in data["campaigns"]:
-        found = sum(1 for f in data["findings"] if f["campaign"] == c["name"])
-        text = (f"- {server_cell(c['server'])} over {c['transport']}: `{c['summary']}` "
-                f"(seed {c['seed']}, properties {', '.join(c['properties'])}); {found} distinct finding"
-                f"{'' if found == 1 else 's'}")
-        if c.get("probe_era") is not None:
-            text += f". `mcp-gauntlet probe` says `{c['probe_era']}`, and `fuzz` says: {c.get('message', '')}"
+        groups.setdefault((c["server"], c["transport"]), []).append(c)
+    for (server, transport), group in groups.items():
+        found = sum(1 for f in data["findings"] if f["server"] == server and f["transport"] == transport)
+        props = sorted({p for c in group for p in c["properties"]})
+        seeds = sorted({str(c["seed"]) for c in group})
+        text = (f"- {server_cell(server)} over {transport}: {len(group)} campaign{'s' * (len(group) > 1)}, "
+                f"{sum(c['examples'] for c in group)} examples (properties {', '.join(props)}; seed "
+                f"{', '.join(seeds)}), {found} distinct finding{'s' * (found != 1)}")
+        for c in group:
+            if c.get("probe_era") is not None:
+                said = c.get("message", "").removeprefix("mcp-gauntlet fuzz: ").rstrip(".")
+                text += (f". `mcp-gauntlet probe` says `{c['probe_era']}`; `mcp-gauntlet fuzz` exits "
+                         f"{c['exit_status']}: {said}")
         lines.append(_cell(text) + ".")
     for note in NOTES:
         lines.append(f"- {note}")
@@ -358,8 +401,7 @@ def _cell(text: str) -> str:
 NOTES = (
     "HDR-02 is not reported against the Python SDK over HTTP although it serves a 2026-07-28 body "
     "without `MCP-Protocol-Version` on its legacy path: HDR-02 lets a server that still serves clients "
-    "older than 2025-06-18 treat such a request as 2025-03-26, and the SDK does; the TypeScript SDK "
-    "answers it 400 with -32020.",
+    "older than 2025-06-18 treat such a request as 2025-03-26, and the SDK (dual-era) does.",
     "The Python SDK checks the client's elicitation capability (-32021) only for a tool that asks "
     "through a `Resolve(...)` parameter; a tool whose body returns an `InputRequiredResult` (the way "
     "the example server is written, and the only way in fastmcp) is sent to any client, hence MRTR-05. "
