@@ -125,6 +125,7 @@ class Campaign:
     never: tuple[str, ...] = ()  # rule ids this campaign must not report
     shrink_seconds: float = 2.0
     first_finding: bool = False  # stop at the first failure (shrunk): one probe, one finding
+    probe: bool = False  # record what `mcp-gauntlet probe` says of the target (its era)
     legacy: bool = False  # a legacy-era server: fuzz stops with a message or reports era-free rules only
 
     @property
@@ -190,10 +191,11 @@ CAMPAIGNS: tuple[Campaign, ...] = (
     # processes: MRTR-05 and SL-3 must not appear. Its processes start fast: more MRTR examples.
     *_modern("typescript-sdk", extra=("--state-key", TS_STATE_KEY), never=("MRTR-05", "SL-3"), huge=True,
              mrtr_examples=30),
+    # A 2026-07-28 body without MCP-Protocol-Version (HDR-02), then valid calls over HTTP.
     Campaign("python-sdk-http", "python-sdk", "http", ("framing", "valid"), 12, SEED,
-             mutations=("hdr-version-missing", "hdr-method-missing", "truncated-json", "batch-array"),
-             never=NEVER_HTTP),
-    Campaign("server-everything-stdio", "server-everything", "stdio", ("framing", "ids"), 10, SEED, legacy=True),
+             mutations=("hdr-version-missing",), never=NEVER_HTTP, probe=True),
+    Campaign("server-everything-stdio", "server-everything", "stdio", ("framing", "ids"), 10, SEED, legacy=True,
+             probe=True),
 )
 SERVER_ORDER = ("python-sdk", "fastmcp", "typescript-sdk", "server-everything")
 
@@ -289,8 +291,9 @@ def collect(outcomes: list[Outcome], versions: dict[str, dict[str, str]]) -> dic
             "seed": c.seed, "exit_status": o.status, "examples": o.index.get("examples", 0),
             "summary": _last_line(o.stdout),
         }
-        if c.legacy:
+        if c.probe:
             entry["probe_era"] = probe_era(c).get("era")
+        if c.legacy:
             entry["message"] = _last_line(o.stderr)
         campaigns.append(entry)
         best: dict[tuple[str, str, str, str], tuple[int, dict[str, Any]]] = {}
@@ -349,8 +352,9 @@ def render(data: dict[str, Any]) -> str:
         "found; `tests/test_real_servers.py` re-runs them and checks the section against",
         "`tests/real_servers/findings.json`. Every finding was checked against the revision's rules: its",
         "strength is what the spec supports (a `HEURISTIC` is a robustness judgement where the spec is",
-        "silent). Reproduce one from the project root, after `bash .ci/install-servers.sh`, with the",
-        "command in its row (exit status 1: it still fails).",
+        "silent). Reproduce one with the command in its row, run from the project root in the environment",
+        "of the quick start's second command (the one that ran `bash .ci/install-servers.sh`; the replay",
+        "file starts its server with `python` from PATH): exit status 1 means it still fails.",
         "",
         "| server | transport | finding | rule | strength | reproduce |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -382,9 +386,10 @@ def render(data: dict[str, Any]) -> str:
                 f"{', '.join(seeds)}), {found} distinct finding{'s' * (found != 1)}")
         for c in group:
             if c.get("probe_era") is not None:
-                said = c.get("message", "").removeprefix("mcp-gauntlet fuzz: ").rstrip(".")
-                text += (f". `mcp-gauntlet probe` says `{c['probe_era']}`; `mcp-gauntlet fuzz` exits "
-                         f"{c['exit_status']}: {said}")
+                text += f". `mcp-gauntlet probe` says `{c['probe_era']}`"
+            if c.get("message"):
+                said = c["message"].removeprefix("mcp-gauntlet fuzz: ").rstrip(".")
+                text += f"; `mcp-gauntlet fuzz` exits {c['exit_status']}: {said}"
         lines.append(_cell(text) + ".")
     for note in NOTES:
         lines.append(f"- {note}")
@@ -401,11 +406,13 @@ def _cell(text: str) -> str:
 NOTES = (
     "HDR-02 is not reported against the Python SDK over HTTP although it serves a 2026-07-28 body "
     "without `MCP-Protocol-Version` on its legacy path: HDR-02 lets a server that still serves clients "
-    "older than 2025-06-18 treat such a request as 2025-03-26, and the SDK (dual-era) does.",
+    "older than 2025-06-18 treat such a request as 2025-03-26, and the SDK is dual-era and still "
+    "completes a 2025-03-26 `initialize`. A modern-only server must reject it (400, -32020).",
     "The Python SDK checks the client's elicitation capability (-32021) only for a tool that asks "
     "through a `Resolve(...)` parameter; a tool whose body returns an `InputRequiredResult` (the way "
     "the example server is written, and the only way in fastmcp) is sent to any client, hence MRTR-05. "
-    "The TypeScript SDK checks it in both cases (no MRTR-05).",
+    "The TypeScript SDK checks the capability of an `inputRequired(...)` answer itself (-32021): no "
+    "MRTR-05.",
     "The TypeScript example runs with a shared requestState key (`--state-key`): the SDK's own default "
     "leaves the state unprotected, so a per-process key, and the SL-3 finding it would cause, would be "
     "the fixture's choice rather than the SDK's.",
