@@ -118,7 +118,9 @@ def serve_stdio(core: Core, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
                 if hub.active:
                     hub.poll()
             out.flush()
-            in_flight.clear()
+            if not pending_len:
+                # A line still arriving was written with the ones just answered: keep their ids.
+                in_flight.clear()
     except _Stop:
         pass
     except BrokenPipeError:

@@ -15,6 +15,7 @@ import secrets
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,6 +48,19 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _retry_while_locked(step: Callable[[], None], *, budget_s: float = 10.0) -> None:
+    """Run `step`, retrying for a bounded time while another process holds the store's lock."""
+    deadline = time.monotonic() + budget_s
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Store:
     """Calendars, events, the shared HMAC key and spent nonces, on one SQLite connection."""
 
@@ -54,16 +68,23 @@ class Store:
         self.path = Path(path)
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self._db = sqlite3.connect(str(path), timeout=10.0, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        _retry_while_locked(self._open_schema)
+        self._spends = 0
+
+    def _open_schema(self) -> None:
+        # Switching to WAL takes an exclusive lock that SQLite's busy handler does not always wait
+        # for, so two processes opening a fresh store at once (a pool pre-starting the next one)
+        # can see "database is locked": hence the retry around it. WAL persists in the file.
+        if str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._db.execute(
             "INSERT OR IGNORE INTO calendars(id, name, created_ms) VALUES(?, ?, 0)",
             (CHAPTER_CALENDAR_ID, CHAPTER_CALENDAR_NAME),
         )
-        self._spends = 0
 
     def close(self) -> None:
         self._db.close()

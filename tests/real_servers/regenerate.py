@@ -478,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gauntlet-real-"))
     outcomes = []
+    problems = 0
     try:
         for c in CAMPAIGNS:
             if args.only and c.name not in args.only:
@@ -489,6 +490,14 @@ def main(argv: list[str] | None = None) -> int:
             for e in missing:
                 print(f"regenerate: {c.name}: expected {e.rule} {e.strength} {e.mutation or ''} was not found",
                       file=sys.stderr)
+            wrong = [f for f in o.findings if f["rule"] in c.never]
+            for f in wrong:
+                print(f"regenerate: {c.name}: reported {f['rule']}, which it must not", file=sys.stderr)
+            unexplained = [f for f in o.findings if not why(f)]
+            for f in unexplained:
+                print(f"regenerate: {c.name}: {f['strength']} {f['rule']} ({f.get('mutation')}) has no WHY entry: "
+                      "check it against DIGEST and explain its strength", file=sys.stderr)
+            problems += len(missing) + len(wrong) + len(unexplained)
             outcomes.append(o)
         if args.only:
             return 0
@@ -499,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     FINDINGS.write_text(json.dumps(data, indent=2) + "\n")
     rewrite_readme(render(data))
     print(f"regenerate: {len(data['findings'])} findings from {len(outcomes)} campaigns; "
-          f"wrote {FINDINGS.relative_to(ROOT)}, {REPRO_DIR.relative_to(ROOT)}/ and README.md")
-    return 0
+          f"wrote {FINDINGS.relative_to(ROOT)}, {REPRO_DIR.relative_to(ROOT)}/ and README.md"
+          + (f"; {problems} problem(s) above" if problems else ""))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
