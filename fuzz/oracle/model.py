@@ -32,7 +32,13 @@ STRENGTHS: Final[tuple[Strength, ...]] = ("MUST", "SHOULD", "HEURISTIC")
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """One broken rule, located: `event_index` points into the judged transcript's events."""
+    """One broken rule, located: `event_index` points into the judged transcript's events.
+
+    `rule` is always the server's own duty that was broken. When the violation is the server's
+    reaction to a malformed frame, `probe` names the mutation that made the frame and
+    `probe_rule` the rule the frame itself breaks (a duty of the client): a person fixing the
+    server reads `rule`, and `probe`/`probe_rule` say how the fuzzer provoked it.
+    """
 
     rule: str
     strength: Strength
@@ -40,6 +46,8 @@ class Violation:
     detail: str = ""
     method: str | None = None
     event_index: int | None = None
+    probe: str | None = None
+    probe_rule: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +57,8 @@ class Violation:
             "detail": self.detail,
             "method": self.method,
             "event_index": self.event_index,
+            "probe": self.probe,
+            "probe_rule": self.probe_rule,
         }
 
     @classmethod
@@ -56,6 +66,7 @@ class Violation:
         return cls(
             rule=data["rule"], strength=data["strength"], title=data["title"],
             detail=data.get("detail", ""), method=data.get("method"), event_index=data.get("event_index"),
+            probe=data.get("probe"), probe_rule=data.get("probe_rule"),
         )
 
 
