@@ -53,6 +53,7 @@ class Reply:
     content_type: str = ""
     messages: list[Any] = field(default_factory=list)
     response: dict[str, Any] | None = None
+    started_ns: int = 0  # perf_counter_ns() when the request was written
     elapsed_ns: int = 0  # to the final response (or to the failure)
     first_event_ns: int | None = None  # to the first SSE event, for SSE replies
     length: int = 0
@@ -112,7 +113,6 @@ class McpHttp:
         self._socks: dict[str, Any] = {}
         self._next = start % len(endpoints)
         self.timeout = timeout
-        self._timer = gevent.Timeout(timeout)  # re-armed per request: cheaper than a new watcher
 
     @property
     def endpoints(self) -> list[str]:
@@ -163,8 +163,11 @@ class McpHttp:
             b"\r\n",
             body,
         ))
-        started = time.perf_counter_ns()
-        timer = self._timer  # one per client, re-armed per request: cheaper than a new watcher
+        started = reply.started_ns = time.perf_counter_ns()
+        # A fresh deadline per request. Never one timer re-armed: a stopped libev timer keeps only
+        # the time it had left, so re-arming it made every request of a user eat into the same
+        # budget, and after `timeout` seconds of waiting in total everything "timed out" at once.
+        timer = gevent.Timeout(self.timeout)
         timer.start()
         try:
             self._exchange(url, split, data, reply, started)
@@ -182,7 +185,7 @@ class McpHttp:
         except wire.DecodeError as exc:
             reply.failure, reply.detail = PROTOCOL, exc.reason[:200]
         finally:
-            timer.cancel()
+            timer.close()
         if not reply.elapsed_ns:
             reply.elapsed_ns = _since(started)
         if reply.failure is None:

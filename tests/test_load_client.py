@@ -163,3 +163,23 @@ def test_refused_connection_and_round_robin(serve) -> None:
     assert second.endpoint == server.url and second.failure is None
     # avoid= skips an endpoint: an MRTR retry goes to the other process
     assert client.post(request(3), avoid=dead).endpoint == server.url
+
+
+def test_each_request_has_its_own_deadline(serve) -> None:
+    """Waits add up to several times the timeout, yet no reply times out: the deadline is per
+    request (a single re-armed timer kept only its remaining time, so this used to fail after
+    `timeout` seconds of waiting in total). A request the server leaves unanswered still times
+    out, once, and the next one is fine again."""
+    import time
+
+    def respond(m: dict) -> bytes | None:
+        if m["id"] == 13:
+            return None  # silence: this connection is dropped by the client after its timeout
+        time.sleep(0.03)
+        return http_json(result_for(m))
+
+    server = serve(respond)
+    client = McpHttp([server.url], timeout=0.25)
+    kinds = [client.post(request(i)).failure for i in range(1, 25)]
+    assert kinds.count("timeout") == 1 and kinds[12] == "timeout", kinds
+    assert all(k is None for i, k in enumerate(kinds) if i != 12), kinds
