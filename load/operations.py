@@ -275,6 +275,10 @@ class Session:
         self.sent = 0
         self._kinds: list[str] = []
         self._weights: list[float] = []
+        # Open model: the intended start (perf_counter_ns) of the unit being run. The first sample
+        # of the unit is timed from it, not from when it was sent, so time spent waiting for a
+        # free slot behind a stalled server shows in the latency (no coordinated omission).
+        self._origin_ns: int | None = None
 
     # --- plumbing ---
 
@@ -292,6 +296,8 @@ class Session:
         `rpc_error_expected`: a JSON-RPC error is an answer here, not a failure (the probe)."""
         failure = reply.failure
         detail = reply.detail
+        origin, self._origin_ns = self._origin_ns, None
+        elapsed_us = reply.elapsed_us if origin is None else (reply.started_ns + reply.elapsed_ns - origin + 500) // 1000
         if rpc_error_expected and failure is not None and failure.startswith("rpc "):
             failure, detail = None, ""
         result = reply.result
@@ -307,11 +313,11 @@ class Session:
                 self.recorder.violation(rule, f"{name}: {text}")
                 if failure is None:
                     failure, detail = f"violation {rule}", text
-        self.recorder.record(name, reply.elapsed_us, kind=REQUEST, failure=failure,
+        self.recorder.record(name, elapsed_us, kind=REQUEST, failure=failure,
                              first_event_us=reply.first_event_us, raw_ns=reply.elapsed_ns)
         if self.fire is not None:
             exc = LoadFailure(f"{failure}: {detail}" if detail else failure) if failure else None
-            self.fire("POST", name, reply.elapsed_us / 1000.0, reply.length, exc)
+            self.fire("POST", name, elapsed_us / 1000.0, reply.length, exc)
         return failure
 
     def _record_operation(self, op: Operation, failure: str | None, *, counted: bool) -> None:
@@ -446,6 +452,21 @@ class Session:
         kind = self.rng.choices(self._kinds, self._weights)[0]
         self.run_kind(kind)
 
+    def run_unit(self, intended_ns: int) -> None:
+        """Open model: one arrival, intended to start at `intended_ns` (perf_counter_ns).
+
+        One mix entry run to its end: an MRTR operation is one arrival, its legs sent back to back
+        (other arrivals interleave with them at the server). The first request, and the whole
+        operation, are timed from the intended start; a later leg from when it was sent.
+        """
+        if not self._kinds:
+            self.set_mix()
+        self._origin_ns = intended_ns
+        self.run_kind(self.rng.choices(self._kinds, self._weights)[0])
+        self._origin_ns = None
+        while self.pending:
+            self._advance(self.pending.popleft())
+
     def run_kind(self, kind: str) -> None:
         rng = self.rng
         if kind in ("tools/call", "mrtr"):
@@ -491,7 +512,7 @@ class Session:
         intend_mrtr: bool,
         plain: str | None = None,
     ) -> None:
-        started = time.perf_counter_ns()
+        started = self._origin_ns if self._origin_ns is not None else time.perf_counter_ns()
         reply = self._post(method, params, schema)
         needs_input = reply.failure is None and result_type(reply) == "input_required"
         if not (intend_mrtr or needs_input):

@@ -20,7 +20,18 @@ from load.histogram import ExactHistogram
 # towards the run's request total; an "operation" is a whole MRTR unit of work made of legs.
 REQUEST = "request"
 OPERATION = "operation"
+# An open-model arrival that waited for a free slot longer than the request timeout: never sent,
+# counted as a timeout (a client with that timeout would have given up), not as a request.
+BACKLOG = "backlog"
+BACKLOG_NAME = "(arrival not sent: backlog)"
 
+
+@dataclass(slots=True)
+class Second:
+    """One second of the run: the latency of every request (and backlog timeout) completed in it."""
+
+    latency: ExactHistogram = field(default_factory=ExactHistogram)
+    failures: int = 0
 
 
 @dataclass(slots=True)
@@ -56,6 +67,10 @@ class Recorder:
         self.started: float | None = None
         self.stopped: float | None = None
         self.raw: list[tuple[str, int]] | None = None  # (name, ns) of every request, benchmarks only
+        # Per wall-clock second (epoch, by completion): every request's latency and its failures,
+        # for the live progress line and the report's charts. Seconds merge exactly across workers.
+        self.timeline: dict[int, Second] = {}
+        self.worker_in_flight: dict[str, int] = {}  # master only: each worker's current MRTR operations
 
     # --- recording (called from user greenlets; no yield inside, so no locking needed) ---
 
@@ -90,6 +105,14 @@ class Recorder:
             stats.failures[failure] += 1
             if count_failure:
                 self.failures[failure] += 1
+        if kind != OPERATION:
+            sec = int(time.time())
+            second = self.timeline.get(sec)
+            if second is None:
+                second = self.timeline[sec] = Second()
+            second.latency.add(elapsed_us)
+            if failure is not None:
+                second.failures += 1
 
     def violation(self, rule: str, example: str) -> None:
         self.violations[rule] += 1
@@ -116,10 +139,11 @@ class Recorder:
         return sum(self.failures.values())
 
     def merged_requests(self) -> ExactHistogram:
-        """Every request sample in one histogram, for the run's overall percentiles."""
+        """Every request sample in one histogram, for the run's overall percentiles (with the
+        open model's backlog timeouts: an arrival never sent is still a wait a client saw)."""
         total = ExactHistogram()
         for stats in self.names.values():
-            if stats.kind == REQUEST:
+            if stats.kind in (REQUEST, BACKLOG):
                 total.merge(stats.latency)
         return total
 
@@ -144,7 +168,10 @@ class Recorder:
             "max_in_flight": self.max_in_flight,
             "excluded_tools": dict(self.excluded_tools),
             "mrtr_tools": sorted(self.mrtr_tools),
+            "in_flight": self.in_flight,
+            "timeline": [[sec, s.latency.to_wire(), s.failures] for sec, s in self.timeline.items()],
         }
+        self.timeline = {}
         self.names = {}
         self.failures = Counter()
         self.violations = Counter()
@@ -165,8 +192,29 @@ class Recorder:
         self.counters.update(data.get("counters") or {})
         self.excluded_tools.update(data.get("excluded_tools") or {})
         self.mrtr_tools.update(data.get("mrtr_tools") or [])
+        for sec, lat, failures in data.get("timeline") or []:
+            second = self.timeline.get(int(sec))
+            if second is None:
+                second = self.timeline[int(sec)] = Second()
+            second.latency.merge(ExactHistogram.from_wire(lat))
+            second.failures += int(failures)
+        self.worker_in_flight[source] = int(data.get("in_flight") or 0)
         peak = int(data.get("max_in_flight") or 0)
         self.worker_max_in_flight[source] = max(self.worker_max_in_flight.get(source, 0), peak)
+
+    def in_flight_total(self) -> int:
+        """MRTR operations open now: this process's, plus each worker's at its last report."""
+        return self.in_flight + sum(self.worker_in_flight.values())
+
+    def window(self, first_sec: int, last_sec: int) -> tuple[ExactHistogram, int]:
+        """Requests completed in the seconds [first_sec, last_sec]: their latencies and failures."""
+        hist, failures = ExactHistogram(), 0
+        for sec in range(first_sec, last_sec + 1):
+            second = self.timeline.get(sec)
+            if second is not None:
+                hist.merge(second.latency)
+                failures += second.failures
+        return hist, failures
 
     def max_in_flight_total(self) -> int:
         """Peak MRTR operations in flight: this process's own, plus each worker's peak summed

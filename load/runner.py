@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import math
 import os
 import re
 import shlex
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
+import orjson
+
 from load import gates as gates_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
@@ -36,6 +39,7 @@ from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, parse_target, reference_command
 
 USERS_FILE = Path(__file__).with_name("users.py")
+PROGRESS_FILE = "progress.jsonl"
 LOCUST_BOOT_GRACE_S = 60.0
 DEFAULT_MEMORY_THRESHOLD_MB = 64.0
 
@@ -57,7 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=None,
                    help="http://127.0.0.1:PORT/PATH or http+spawn:<command with {port}> "
                         "(default: the embedded reference server)")
-    p.add_argument("--users", type=int, default=10, help="concurrent simulated clients (default 10)")
+    p.add_argument("--users", type=int, default=None,
+                   help="closed model: concurrent simulated clients, each waits for its answer (default 10)")
+    p.add_argument("--rate", type=float, default=None,
+                   help="open model: arrivals per second (requests and whole MRTR operations, by the mix), "
+                        "latency timed from each arrival's intended start")
+    p.add_argument("--max-in-flight", type=int, default=64,
+                   help="open model: cap on arrivals being served at once (default 64)")
+    p.add_argument("--progress-every", type=float, default=3.0,
+                   help="seconds between live progress lines (default 3; 0: none)")
     p.add_argument("--spawn-rate", type=float, default=None, help="users started per second (default: all at once)")
     p.add_argument("--run-time", default="30s", help="run length, e.g. 20s, 2m, 1m30s (default 30s)")
     p.add_argument("--mix", default=DEFAULT_MIX, help=f"weighted request mix NAME=W,... (default {DEFAULT_MIX})")
@@ -107,6 +119,8 @@ def parse_duration(text: str) -> float:
         raise UsageError(f"--run-time {text!r}: expected e.g. 20s, 2m or 1m30s")
     if value <= 0:
         raise UsageError(f"--run-time {text!r} must be positive")
+    if not math.isfinite(value) or value > MAX_RUN_S:
+        raise UsageError(f"--run-time {text!r}: at most {MAX_RUN_S / 86400:g} days")
     return value
 
 
@@ -159,10 +173,11 @@ def discover_ok(url: str, timeout: float) -> str | None:
 
 
 def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s: float, label: str) -> list[str]:
-    spawn_rate = args.spawn_rate if args.spawn_rate else max(1.0, float(args.users))
+    users = args.max_in_flight if args.rate else args.users
+    spawn_rate = args.spawn_rate if args.spawn_rate else max(1.0, float(users))
     cmd = [
         sys.executable, "-m", "locust", "-f", str(USERS_FILE), "--headless",
-        "-u", str(args.users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(run_s))}s",
+        "-u", str(users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(run_s))}s",
         "--host", urls[0], "--mcp-endpoints", ",".join(urls), "--mcp-target-label", label,
         "--mix", args.mix, "--check-every", str(args.check_every), "--mcp-timeout", f"{args.timeout:g}",
         "--mrtr-in-flight", str(args.mrtr_in_flight), "--mrtr-gap", str(args.mrtr_gap),
@@ -177,21 +192,92 @@ def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s:
         cmd += ["--mcp-raw-samples", str(Path(args.raw_samples).resolve())]
     if args.log_level:
         cmd += ["--mcp-log-level", args.log_level]
+    if args.rate:
+        cmd += ["--mcp-rate", f"{args.rate / args.processes:g}", "--mcp-rate-total", f"{args.rate:g}"]
+    if args.progress_every > 0:
+        cmd += ["--mcp-progress", str(out / PROGRESS_FILE), "--mcp-progress-every", f"{args.progress_every:g}"]
     if args.processes > 1:
         port = free_ports(1)[0]
-        cmd += ["--processes", str(args.processes), "--master-bind-port", str(port), "--master-port", str(port),
-                "--expect-workers-max-wait", "30"]
+        # the master listens on loopback only: its workers are forked here, nobody else may join
+        cmd += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1", "--master-host", "127.0.0.1",
+                "--master-bind-port", str(port), "--master-port", str(port), "--expect-workers-max-wait", "30"]
     return cmd
 
 
-def _run_locust(cmd: list[str], log_path: Path, deadline_s: float) -> int | None:
-    """Run Locust in its own process group; None when it had to be killed at the deadline."""
+class Terminated(Exception):
+    """SIGTERM (or SIGHUP) reached `load`: stop Locust and the servers, then exit 143."""
+
+
+def _raise_terminated(signum: int, _frame: Any) -> None:
+    raise Terminated(signum)
+
+
+def format_progress(line: dict[str, Any]) -> str:
+    """One live progress update, from a line Locust's side appended to progress.jsonl."""
+    return (f"[{line.get('t', 0):>6.1f}s] {line.get('requests', 0)} requests, {line.get('rps', 0):.1f} rps, "
+            f"{line.get('failures', 0)} failures, {line.get('mrtr_in_flight', 0)} MRTR in flight, "
+            f"p99 {line.get('p99_ms', 0):.2f} ms")
+
+
+class _ProgressTail:
+    """Prints the new lines of progress.jsonl: rewritten in place on a terminal, one per line else."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.tty = sys.stdout.isatty()
+        self.shown = False
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n")
+        if end < 0:
+            return
+        self.offset += end + 1
+        for raw in data[: end + 1].splitlines():
+            try:
+                text = format_progress(orjson.loads(raw))
+            except (ValueError, TypeError, AttributeError):
+                continue
+            if self.tty:
+                sys.stdout.write("\r\x1b[2K" + text)
+                self.shown = True
+            else:
+                sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+    def done(self) -> None:
+        self.poll()
+        if self.shown:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+
+
+def _run_locust(cmd: list[str], log_path: Path, deadline_s: float, progress: _ProgressTail | None = None) -> int | None:
+    """Run Locust in its own process group, showing its progress; None when it had to be killed
+    at the deadline. A `Terminated` raised meanwhile stops Locust first, then propagates."""
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        deadline = time.monotonic() + deadline_s
         try:
-            return proc.wait(timeout=deadline_s)
-        except subprocess.TimeoutExpired:
+            while True:
+                try:
+                    status = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+                    if progress is not None:
+                        progress.done()
+                    return status
+                except subprocess.TimeoutExpired:
+                    if progress is not None:
+                        progress.poll()
+                    if time.monotonic() >= deadline:
+                        raise
+        except (subprocess.TimeoutExpired, Terminated) as exc:
             for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, sig)
@@ -200,6 +286,8 @@ def _run_locust(cmd: list[str], log_path: Path, deadline_s: float) -> int | None
                     break
                 except subprocess.TimeoutExpired:
                     continue
+            if isinstance(exc, Terminated):
+                raise
             return None
         finally:
             if proc.poll() is None:
@@ -208,17 +296,41 @@ def _run_locust(cmd: list[str], log_path: Path, deadline_s: float) -> int | None
                 proc.wait()
 
 
+MAX_TIMEOUT_S = 3600.0
+MAX_RUN_S = 7 * 24 * 3600.0
+MAX_RATE = 1_000_000.0
+MAX_USERS = 100_000
+
+
+def _finite(name: str, value: float | None, low: float, high: float, *, low_ok: bool = False) -> None:
+    """A numeric option must be a finite number in its range: NaN, inf and absurd values are usage errors."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value > high or value < low or (value == low and not low_ok):
+        bound = f">= {low:g}" if low_ok else f"> {low:g}"
+        raise UsageError(f"{name} {value!r}: expected a finite number {bound} and <= {high:g}")
+
+
 def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], float, dict[str, Any] | None]:
-    if args.users < 1:
-        raise UsageError("--users must be at least 1")
-    if args.instances < 1:
-        raise UsageError("--instances must be at least 1")
-    if args.processes < 1:
-        raise UsageError("--processes must be at least 1")
-    if args.spawn_rate is not None and args.spawn_rate <= 0:
-        raise UsageError("--spawn-rate must be positive")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    if args.rate is not None and args.users is not None:
+        raise UsageError("--users is the closed model and --rate the open one: give one of them "
+                         "(with --rate, --max-in-flight caps the arrivals served at once)")
+    if args.users is None:
+        args.users = 10
+    if not 1 <= args.users <= MAX_USERS:
+        raise UsageError(f"--users must be between 1 and {MAX_USERS}")
+    if not 1 <= args.max_in_flight <= MAX_USERS:
+        raise UsageError(f"--max-in-flight must be between 1 and {MAX_USERS}")
+    if not 1 <= args.instances <= 64:
+        raise UsageError("--instances must be between 1 and 64")
+    if not 1 <= args.processes <= 64:
+        raise UsageError("--processes must be between 1 and 64")
+    _finite("--spawn-rate", args.spawn_rate, 0.0, MAX_RATE)
+    _finite("--timeout", args.timeout, 0.0, MAX_TIMEOUT_S)
+    _finite("--rate", args.rate, 0.0, MAX_RATE)
+    _finite("--progress-every", args.progress_every, 0.0, 3600.0, low_ok=True)
+    _finite("--memory-threshold-mb", args.memory_threshold_mb, 0.0, 1e7)
+    _finite("--baseline-floor-ms", args.baseline_floor_ms, 0.0, 1e7, low_ok=True)
     run_s = parse_duration(args.run_time)
     try:
         parse_mix(args.mix)
@@ -256,10 +368,21 @@ def load_main(argv: list[str]) -> int:
         out = Path(args.out) if args.out else Path("gauntlet-out") / f"load-{datetime.now():%Y%m%d-%H%M%S}"
         try:
             out.mkdir(parents=True, exist_ok=True)
+            probe = out / f".write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
         except OSError as exc:
-            print(f"mcp-gauntlet load: error: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"mcp-gauntlet load: error: cannot write to {out}: {exc.strerror or exc}", file=sys.stderr)
             return 2
-        return _run(args, spec, out, run_s, gates, margin, baseline)
+        previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            return _run(args, spec, out, run_s, gates, margin, baseline)
+        except Terminated:
+            print("mcp-gauntlet load: terminated; Locust and the servers were stopped", file=sys.stderr)
+            return 143
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def _run(
@@ -297,10 +420,15 @@ def _run(
             sampler = MemorySampler([p.pid for p in pool.processes if p is not None]).start()
         cmd = _locust_command(args, urls, out, run_s, spec.text)
         (out / "locust-command.txt").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
-        print(f"load: {args.users} users for {run_s:g}s against {', '.join(urls)}"
+        model = (f"open model, {args.rate:g} arrivals/s, up to {args.max_in_flight} in flight" if args.rate
+                 else f"closed model, {args.users} users")
+        print(f"load: {model}, for {run_s:g}s against {', '.join(urls)}"
               + (f" with {args.processes} Locust processes" if args.processes > 1 else ""), flush=True)
+        with contextlib.suppress(FileNotFoundError):
+            (out / PROGRESS_FILE).unlink()
         t_start = time.time()
-        status = _run_locust(cmd, out / "locust.log", run_s + LOCUST_BOOT_GRACE_S)
+        progress = _ProgressTail(out / PROGRESS_FILE) if args.progress_every > 0 else None
+        status = _run_locust(cmd, out / "locust.log", run_s + LOCUST_BOOT_GRACE_S, progress)
         t_end = time.time()
         if sampler is not None:
             sampler.stop()
@@ -316,7 +444,8 @@ def _run(
         return 2
     summary = read_json(summary_path)
     summary["config"] = {
-        "users": args.users, "run_time_s": run_s, "mix": args.mix, "instances": len(urls),
+        "users": args.users if not args.rate else None, "rate": args.rate, "max_in_flight": args.max_in_flight,
+        "run_time_s": run_s, "mix": args.mix, "instances": len(urls),
         "processes": args.processes, "check_every": args.check_every, "endpoints": urls,
     }
     if sampler is not None:

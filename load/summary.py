@@ -24,6 +24,37 @@ def _hist_entry(hist: ExactHistogram) -> dict[str, float]:
     return {name: stats[name] for name, _ in PERCENTILES} | {"max_ms": stats["max_ms"], "mean_ms": stats["mean_ms"]}
 
 
+# Points of the latency distribution (percentile plot): dense near the tail, where stalls show.
+DISTRIBUTION_POINTS = (0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 75.0, 80.0, 85.0, 90.0, 92.5, 95.0,
+                       96.0, 97.0, 98.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0)
+
+
+def distribution(hist: ExactHistogram) -> list[list[float]]:
+    """[percentile, ms] pairs of the exact histogram (nearest rank), for the percentile plot."""
+    if not hist.count:
+        return []
+    values = hist.percentiles_us(max(p, 1e-9) for p in DISTRIBUTION_POINTS)
+    return [[p, v / 1000.0] for p, v in zip(DISTRIBUTION_POINTS, values, strict=True)]
+
+
+def timeline(rec: Recorder) -> list[dict[str, Any]]:
+    """One entry per second of the run (requests completed in it, failures, p50/p99/max)."""
+    if not rec.timeline:
+        return []
+    first, last = min(rec.timeline), max(rec.timeline)
+    out = []
+    for sec in range(first, last + 1):
+        second = rec.timeline.get(sec)
+        if second is None:
+            out.append({"t": sec - first, "requests": 0, "failures": 0, "p50_ms": None, "p99_ms": None,
+                        "max_ms": None})
+            continue
+        p50, p99 = second.latency.percentiles_us((50.0, 99.0))
+        out.append({"t": sec - first, "requests": second.latency.count, "failures": second.failures,
+                    "p50_ms": p50 / 1000.0, "p99_ms": p99 / 1000.0, "max_ms": second.latency.max_us / 1000.0})
+    return out
+
+
 def build_summary(
     rec: Recorder,
     *,
@@ -31,6 +62,7 @@ def build_summary(
     duration_s: float,
     check_every: int,
     oracle: str,
+    model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     duration = max(duration_s, 1e-9)
     operations: dict[str, Any] = {}
@@ -50,6 +82,7 @@ def build_summary(
         operations[name] = entry
     requests = rec.requests
     counters = rec.counters
+    overall = rec.merged_requests()
     return {
         "target": target,
         "revision": REVISION,
@@ -61,7 +94,10 @@ def build_summary(
         "rps": round(requests / duration, 1),
         "operations": operations,
         "violations": sum(rec.violations.values()),
-        "overall": {"count": requests, **_hist_entry(rec.merged_requests())},
+        "model": model or {"kind": "closed"},
+        "overall": {"count": overall.count, **_hist_entry(overall)},
+        "distribution": distribution(overall),
+        "timeline": timeline(rec),
         "failures_by_kind": dict(sorted(rec.failures.items())),
         "violations_by_rule": {
             rule: {"count": count, "example": rec.violation_examples.get(rule, "")}
@@ -151,10 +187,26 @@ def format_table(summary: dict[str, Any]) -> str:
             f"{mrtr.get('abandoned', 0)} abandoned at stop, {mrtr.get('legs', 0)} legs, "
             f"up to {mrtr.get('max_in_flight', 0)} in flight"
         )
+    lines.append(describe_model(summary.get("model") or {}))
     excluded = summary.get("excluded_tools") or {}
     for tool, why in excluded.items():
         lines.append(f"left out of the mix: {tool} ({why})")
     return "\n".join(lines)
+
+
+def describe_model(model: dict[str, Any]) -> str:
+    """Which load model ran, in words: the closed one hides stalls, the open one does not."""
+    if model.get("kind") == "open":
+        text = (f"model: open, {model.get('rate', 0):g} arrivals/s, up to {model.get('max_in_flight')} in flight; "
+                "latency timed from each arrival's intended start")
+        if model.get("backlog_timeouts"):
+            text += f"; {model['backlog_timeouts']} arrivals waited past --timeout and were not sent"
+        if model.get("not_started_at_stop"):
+            text += f"; {model['not_started_at_stop']} due but not started at stop"
+        return text
+    users = model.get("users")
+    return (f"model: closed, {users} users" if users else "model: closed") + \
+        " (each waits for its answer before the next request; a stall hides in the percentiles)"
 
 
 def summary_line(summary: dict[str, Any]) -> str:

@@ -28,12 +28,14 @@ from typing import Any
 
 import gevent
 import gevent.lock
-from locust import FastHttpUser, events, task
+import orjson
+from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from load.mcp_client import McpHttp
+from load.mcp_client import TIMEOUT, McpHttp
 from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix, warmup_exchanges
-from load.recorder import Recorder
+from load.pacing import Pacer
+from load.recorder import BACKLOG, BACKLOG_NAME, Recorder
 from load.summary import build_summary, format_table, write_json
 
 log = logging.getLogger("mcp-gauntlet.load")
@@ -94,6 +96,8 @@ class _Process:
         self.user_numbers = itertools.count()
         self.finals: set[str] = set()
         self.raw: list[tuple[str, int]] | None = None
+        self.pacer: Pacer | None = None  # open model only (--mcp-rate)
+        self.progress: Any = None  # the greenlet writing --mcp-progress
 
 
 STATE = _Process()
@@ -119,6 +123,12 @@ def _options(parser: Any) -> None:
     group.add_argument("--mcp-log-level", default="", help="logLevel to send in _meta (may make servers stream SSE)")
     group.add_argument("--mcp-raw-samples", default="",
                        help="directory for every raw sample (benchmarks only)")
+    group.add_argument("--mcp-rate", type=float, default=0.0,
+                       help="open model: arrivals per second in this process (0: closed model, users loop)")
+    group.add_argument("--mcp-rate-total", type=float, default=0.0,
+                       help="open model: the whole run's rate, as reported in summary.json (default: --mcp-rate)")
+    group.add_argument("--mcp-progress", default="", help="append a JSON progress line to this file every few s")
+    group.add_argument("--mcp-progress-every", type=float, default=2.0, help="seconds between progress lines")
 
 
 def _opts(environment: Any) -> Any:
@@ -159,6 +169,7 @@ def _on_report_to_master(client_id: str, data: dict[str, Any]) -> None:
 def _on_flush(environment: Any, msg: Any, **_kw: Any) -> None:
     """Stop this worker's users first, so no sample can arrive after the final report."""
     environment.runner.stop()
+    _note_backlog()
     _write_raw(environment)
     environment.runner.send_message(FINAL_MESSAGE, STATE.recorder.drain())
 
@@ -177,11 +188,45 @@ def _on_final(environment: Any, msg: Any, **_kw: Any) -> None:
     STATE.finals.add(msg.node_id)
 
 
+def _note_backlog() -> None:
+    """Open model, at stop: arrivals that were due but that no user had taken yet."""
+    if STATE.pacer is not None:
+        STATE.recorder.count("open_due", STATE.pacer.due())
+        STATE.recorder.count("open_not_started", STATE.pacer.not_started())
+        STATE.pacer = None
+
+
+def _progress_loop(path: Path, every: float) -> None:
+    """One JSON line per tick: the numbers of the last complete seconds, for the live display."""
+    rec = STATE.recorder
+    every = max(0.5, every)
+    with open(path, "ab", buffering=0) as fh:
+        while True:
+            gevent.sleep(every)
+            now = int(time.time())
+            span = max(1, round(every))
+            hist, failures = rec.window(now - span, now - 1)
+            line = {
+                "t": round(time.time() - (rec.started or time.time()), 1),
+                "requests": rec.requests,
+                "failures": rec.failure_total,
+                "rps": round(hist.count / span, 1),
+                "window_failures": failures,
+                "mrtr_in_flight": rec.in_flight_total(),
+                "p99_ms": hist.percentile_us(99.0) / 1000.0,
+            }
+            fh.write(orjson.dumps(line) + b"\n")
+
+
 @events.test_start.add_listener
 def _on_test_start(environment: Any, **_kw: Any) -> None:
+    opts = _opts(environment)
     if not isinstance(environment.runner, WorkerRunner):
         STATE.recorder.started = time.time()
-    opts = _opts(environment)
+        if opts is not None and opts.mcp_progress and STATE.progress is None:
+            STATE.progress = gevent.spawn(_progress_loop, Path(opts.mcp_progress), opts.mcp_progress_every)
+    if opts is not None and opts.mcp_rate > 0 and not isinstance(environment.runner, MasterRunner):
+        STATE.pacer = Pacer(opts.mcp_rate)
     STATE.checker.every = opts.check_every if opts is not None else 10
     if opts is not None and opts.mcp_raw_samples:
         STATE.raw = []
@@ -210,6 +255,10 @@ def _on_test_stop(environment: Any, **_kw: Any) -> None:
         return
     if STATE.recorder.stopped is None:
         STATE.recorder.stopped = time.time()
+    if STATE.progress is not None:
+        STATE.progress.kill(block=False)
+        STATE.progress = None
+    _note_backlog()
     _write_raw(environment)
 
 
@@ -240,6 +289,7 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         duration_s=duration,
         check_every=STATE.checker.every,
         oracle=STATE.oracle,
+        model=_model(environment),
     )
     if opts is not None and opts.mcp_summary:
         write_json(Path(opts.mcp_summary), summary)
@@ -251,19 +301,35 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         gevent.sleep(CSV_SETTLE_S)
 
 
+def _model(environment: Any) -> dict[str, Any]:
+    """Which load model ran, for the summary: closed (users loop) or open (a fixed arrival rate)."""
+    opts = _opts(environment)
+    users = getattr(opts, "num_users", None) if opts is not None else None
+    if opts is None or opts.mcp_rate <= 0:
+        return {"kind": "closed", "users": users}
+    counters = STATE.recorder.counters
+    return {
+        "kind": "open",
+        "rate": opts.mcp_rate_total or opts.mcp_rate,
+        "max_in_flight": users,
+        "arrivals_due": counters.get("open_due", 0),
+        "not_started_at_stop": counters.get("open_not_started", 0),
+        "backlog_timeouts": counters.get("open_backlog_timeouts", 0),
+    }
+
+
 # --- the user ---
 
 
-class McpUser(FastHttpUser):
-    """One simulated MCP client: discovers the target, then runs the weighted mix with MRTR."""
+class McpUser(User):
+    """One simulated MCP client: discovers the target, then runs the weighted mix with MRTR.
 
-    network_timeout = 10.0
-    connection_timeout = 10.0
+    A plain `User`: its HTTP is `McpHttp` (load/mcp_client.py), so no Locust HTTP client is built.
+    Closed model: it loops, one step after another. Open model (`--mcp-rate`): it is one of the
+    slots that serve the process's arrival schedule, so the users are the cap on units in flight.
+    """
 
     def __init__(self, environment: Any) -> None:
-        opts = _opts(environment)
-        if opts is not None:
-            self.network_timeout = self.connection_timeout = float(opts.mcp_timeout)
         super().__init__(environment)
         self.session: Session | None = None
         self.http: McpHttp | None = None
@@ -276,6 +342,7 @@ class McpUser(FastHttpUser):
         endpoints = [u.strip() for u in (opts.mcp_endpoints.split(",") if opts else []) if u.strip()]
         endpoints = endpoints or [self.host]
         timeout = float(opts.mcp_timeout) if opts else 10.0
+        self.timeout_ns = int(timeout * 1e9)
         http = self.http = McpHttp(endpoints, timeout=timeout, start=number + worker)
         options = Options(
             mix=parse_mix(opts.mix if opts else DEFAULT_MIX),
@@ -324,7 +391,21 @@ class McpUser(FastHttpUser):
             self._discover()
             return
         assert self.session is not None
-        self.session.step()
+        pacer = STATE.pacer
+        if pacer is None:
+            self.session.step()
+            return
+        slot = pacer.next_slot()
+        now = time.perf_counter_ns()
+        if slot > now:
+            gevent.sleep((slot - now) / 1e9)
+        elif now - slot > self.timeout_ns:
+            # behind schedule by more than a client would wait: a timeout, without sending
+            late_us = (now - slot) // 1000
+            STATE.recorder.record(BACKLOG_NAME, late_us, kind=BACKLOG, failure=TIMEOUT)
+            STATE.recorder.count("open_backlog_timeouts")
+            return
+        self.session.run_unit(slot)
 
     def on_stop(self) -> None:
         if self.session is not None:
