@@ -75,3 +75,36 @@ def test_soak_150s_on_the_reference_server_has_no_failures(tmp_path: Path) -> No
     assert summary["duration_s"] >= 149
     assert summary["requests"] > 150 * 50  # far more than one request per second per user
     assert summary["mrtr"]["operations"] > 0
+
+
+def test_a_stall_shows_in_the_open_model_and_hides_in_the_closed_one(tmp_path: Path) -> None:
+    """The server holds every request for 2 s once 150 calls have arrived. The open model keeps
+    sending at 50/s and times each arrival from its intended start: a quarter of the arrivals
+    wait behind the stall, so p99 and max show it. The closed model's 2 users simply stop sending
+    while they wait, so only their 2 requests were slow: max shows the stall, p99 does not."""
+    stall = ("--stall-after", "150", "--stall-s", "2")
+    common = ["--mix", "tools/call=1", "--check-every", "0", "--run-time", "8s", "--progress-every", "0"]
+    server, url = start_slow_server(*stall)
+    try:
+        proc, open_run = run_load(["--target", url + "/mcp", "--rate", "50", "--max-in-flight", "150", *common],
+                                  tmp_path / "open", 90)
+        assert stats(url)["stalled"] > 50
+    finally:
+        server.kill()
+        server.wait()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    server, url = start_slow_server(*stall)
+    try:
+        proc, closed_run = run_load(["--target", url + "/mcp", "--users", "2", *common], tmp_path / "closed", 90)
+        assert stats(url)["stalled"] >= 1
+    finally:
+        server.kill()
+        server.wait()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert open_run["model"]["kind"] == "open" and closed_run["model"]["kind"] == "closed"
+    opened, closed = open_run["overall"], closed_run["overall"]
+    assert opened["p99_ms"] >= 1000 and opened["max_ms"] >= 1500, opened
+    assert closed["max_ms"] >= 1500, closed  # the stall happened to the closed run too ...
+    assert closed["p99_ms"] < opened["p99_ms"] / 4, (closed, opened)  # ... but its percentiles hide it
+    # the open run's timeline shows the stall where it happened: a second whose p99 is over a second
+    assert max(s["p99_ms"] or 0 for s in open_run["timeline"]) >= 1000
