@@ -77,6 +77,11 @@ def parse_gate(text: str) -> Gate:
                         "'MRTR create_event:failures>0'")
     name = match["name"].strip() if match["name"] else None
     metric = match["metric"]
+    if match["pct"]:
+        # 'failures>0.1%' is a share of the requests, not a count
+        if metric not in ("failures", "failure_rate"):
+            raise GateError(f"--fail-on {text!r}: only failures take a percentage (e.g. 'failures>0.1%')")
+        metric = "failure_rate"
     allowed = OPERATION_METRICS if name else RUN_METRICS
     if metric not in allowed:
         raise GateError(f"--fail-on {text!r}: unknown metric {metric!r} (one of {', '.join(sorted(allowed))})")

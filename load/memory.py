@@ -69,6 +69,17 @@ class MemorySampler:
         self._take()
 
 
+SERIES_POINTS = 300  # memory-over-time points kept per instance, whatever the run's length
+
+
+def downsample(points: list[list[float]], limit: int = SERIES_POINTS) -> list[list[float]]:
+    """At most `limit` points, evenly spaced, the first and last kept (for the report's chart)."""
+    if len(points) <= limit:
+        return points
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(i * step)] for i in range(limit)]
+
+
 def analyse(
     samples: list[list[tuple[float, int]]],
     *,
@@ -97,6 +108,7 @@ def analyse(
             "end_mb": round(end / MB, 1),
             "peak_mb": round(peak / MB, 1),
             "growth_mb": round((end - baseline) / MB, 1),
+            "series": downsample([[round(t - load_start, 2), round(rss / MB, 2)] for t, rss in during]),
         })
     growths = [inst["growth_mb"] for inst in instances if "growth_mb" in inst]
     growth = max(growths) if growths else None

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from load import capacity
 from load import gates as gates_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
@@ -68,6 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "latency timed from each arrival's intended start")
     p.add_argument("--max-in-flight", type=int, default=64,
                    help="open model: cap on arrivals being served at once (default 64)")
+    p.add_argument("--find-capacity", action="store_true",
+                   help="search the highest open-model rate at which every --slo holds (steps of --step-time)")
+    p.add_argument("--slo", action="append", default=[], metavar="OBJECTIVE",
+                   help="with --find-capacity: METRIC < VALUE that must hold, e.g. 'p99_ms<50', 'failures<0.1%%'")
+    p.add_argument("--start-rate", type=float, default=50.0, help="--find-capacity: first step's rate (default 50)")
+    p.add_argument("--rate-factor", type=float, default=2.0, help="--find-capacity: rate multiplier per step (default 2)")
+    p.add_argument("--max-rate", type=float, default=20000.0, help="--find-capacity: highest rate tried (default 20000)")
+    p.add_argument("--refine", type=int, default=3, help="--find-capacity: bisection steps around the knee (default 3)")
+    p.add_argument("--step-time", default="10s", help="--find-capacity: length of each step (default 10s)")
     p.add_argument("--progress-every", type=float, default=3.0,
                    help="seconds between live progress lines (default 3; 0: none)")
     p.add_argument("--spawn-rate", type=float, default=None, help="users started per second (default: all at once)")
@@ -108,7 +118,7 @@ _SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*([hms])")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0}
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, option: str = "--run-time") -> float:
     """'20s', '2m', '1h30m', '1m30s' or plain seconds -> seconds."""
     raw = text.strip().lower()
     if _NUMBER.fullmatch(raw):
@@ -116,11 +126,11 @@ def parse_duration(text: str) -> float:
     elif raw and _SPANS.fullmatch(raw):
         value = sum(float(n) * _UNIT[u] for n, u in _SPAN.findall(raw))
     else:
-        raise UsageError(f"--run-time {text!r}: expected e.g. 20s, 2m or 1m30s")
+        raise UsageError(f"{option} {text!r}: expected e.g. 20s, 2m or 1m30s")
     if value <= 0:
-        raise UsageError(f"--run-time {text!r} must be positive")
+        raise UsageError(f"{option} {text!r} must be positive")
     if not math.isfinite(value) or value > MAX_RUN_S:
-        raise UsageError(f"--run-time {text!r}: at most {MAX_RUN_S / 86400:g} days")
+        raise UsageError(f"{option} {text!r}: at most {MAX_RUN_S / 86400:g} days")
     return value
 
 
@@ -312,6 +322,7 @@ def _finite(name: str, value: float | None, low: float, high: float, *, low_ok: 
 
 
 def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], float, dict[str, Any] | None]:
+    users_given = args.users is not None
     if args.rate is not None and args.users is not None:
         raise UsageError("--users is the closed model and --rate the open one: give one of them "
                          "(with --rate, --max-in-flight caps the arrivals served at once)")
@@ -332,6 +343,25 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     _finite("--memory-threshold-mb", args.memory_threshold_mb, 0.0, 1e7)
     _finite("--baseline-floor-ms", args.baseline_floor_ms, 0.0, 1e7, low_ok=True)
     run_s = parse_duration(args.run_time)
+    if args.find_capacity:
+        if args.rate is not None or users_given:
+            raise UsageError("--find-capacity chooses the rates itself: drop --rate and --users")
+        if not args.slo:
+            raise UsageError("--find-capacity needs at least one --slo, e.g. --slo 'p99_ms<50'")
+        _finite("--start-rate", args.start_rate, 0.0, MAX_RATE)
+        _finite("--max-rate", args.max_rate, 0.0, MAX_RATE)
+        if not (math.isfinite(args.rate_factor) and 1.05 <= args.rate_factor <= 100):
+            raise UsageError("--rate-factor must be between 1.05 and 100")
+        if not 0 <= args.refine <= 20:
+            raise UsageError("--refine must be between 0 and 20")
+        try:
+            capacity.parse_slos(args.slo)
+        except gates_mod.GateError as exc:
+            raise UsageError(str(exc).replace("--fail-on", "--slo")) from None
+        args.run_time = args.step_time
+        parse_duration(args.step_time, "--step-time")
+    elif args.slo:
+        raise UsageError("--slo needs --find-capacity (gates for one run are --fail-on)")
     try:
         parse_mix(args.mix)
     except MixError as exc:
@@ -385,6 +415,63 @@ def load_main(argv: list[str]) -> int:
                 signal.signal(sig, handler)
 
 
+def _locust_run(args: argparse.Namespace, urls: list[str], out: Path, run_s: float, label: str, *,
+                show_progress: bool) -> int | None:
+    """One Locust run into `out` (its exit status; None when it had to be killed)."""
+    with contextlib.suppress(FileNotFoundError):
+        (out / "summary.json").unlink()
+    with contextlib.suppress(FileNotFoundError):
+        (out / PROGRESS_FILE).unlink()
+    cmd = _locust_command(args, urls, out, run_s, label)
+    (out / "locust-command.txt").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
+    progress = _ProgressTail(out / PROGRESS_FILE) if show_progress and args.progress_every > 0 else None
+    return _run_locust(cmd, out / "locust.log", run_s + LOCUST_BOOT_GRACE_S, progress)
+
+
+def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: str) -> int:
+    """Steps of the open model against the same running servers, until an objective breaks."""
+    slos = capacity.parse_slos(args.slo)
+    step_s = parse_duration(args.step_time)
+    print(f"find-capacity: objectives {', '.join(s.text for s in slos)}; steps of {step_s:g}s from "
+          f"{args.start_rate:g} arrivals/s (x{args.rate_factor:g}, then {args.refine} refining steps), "
+          f"up to {args.max_in_flight} in flight, against {', '.join(urls)}", flush=True)
+    print(capacity.HEADER, flush=True)
+
+    def run_step(rate: float) -> dict[str, Any] | None:
+        step_out = out / "steps" / f"rate-{rate:g}"
+        step_out.mkdir(parents=True, exist_ok=True)
+        step_args = argparse.Namespace(**{**vars(args), "rate": rate})
+        status = _locust_run(step_args, urls, step_out, step_s, label, show_progress=False)
+        if status is None or not (step_out / "summary.json").is_file():
+            print(f"mcp-gauntlet load: error: the step at {rate:g}/s did not finish; see {step_out / 'locust.log'}",
+                  file=sys.stderr)
+            return None
+        return read_json(step_out / "summary.json")
+
+    failed: list[float] = []
+
+    def run_or_note(rate: float) -> dict[str, Any] | None:
+        summary = run_step(rate)
+        if summary is None:
+            failed.append(rate)
+        return summary
+
+    found = capacity.search(run_or_note, slos, start=args.start_rate, factor=args.rate_factor,
+                            max_rate=args.max_rate, refine=args.refine,
+                            on_step=lambda step: print(capacity.format_row(step.row()), flush=True))
+    report = capacity.report(found, slos, urls=urls, step_s=step_s, incomplete=bool(failed))
+    write_json(out / "capacity.json", report)
+    (out / "capacity.html").write_text(capacity.html(report), encoding="utf-8")
+    print(capacity.conclusion(report))
+    print(f"reports: {out / 'capacity.json'}, {out / 'capacity.html'}, {out / 'steps'}/")
+    line = (f"load: capacity {report['capacity_rate']:g} arrivals/s" if report["capacity_rate"] is not None
+            else "load: capacity not found (no step held)")
+    print(line + f", {len(found.steps)} steps")
+    if not found.steps or report["incomplete"]:
+        return 2
+    return 0 if report["capacity_rate"] is not None else 1
+
+
 def _run(
     args: argparse.Namespace,
     spec: TargetSpec,
@@ -418,21 +505,20 @@ def _run(
                 return 2
         if pool is not None:
             sampler = MemorySampler([p.pid for p in pool.processes if p is not None]).start()
-        cmd = _locust_command(args, urls, out, run_s, spec.text)
-        (out / "locust-command.txt").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
+        if args.find_capacity:
+            return _find_capacity(args, urls, out, spec.text)
         model = (f"open model, {args.rate:g} arrivals/s, up to {args.max_in_flight} in flight" if args.rate
                  else f"closed model, {args.users} users")
         print(f"load: {model}, for {run_s:g}s against {', '.join(urls)}"
               + (f" with {args.processes} Locust processes" if args.processes > 1 else ""), flush=True)
-        with contextlib.suppress(FileNotFoundError):
-            (out / PROGRESS_FILE).unlink()
         t_start = time.time()
-        progress = _ProgressTail(out / PROGRESS_FILE) if args.progress_every > 0 else None
-        status = _run_locust(cmd, out / "locust.log", run_s + LOCUST_BOOT_GRACE_S, progress)
+        status = _locust_run(args, urls, out, run_s, spec.text, show_progress=True)
         t_end = time.time()
         if sampler is not None:
             sampler.stop()
     finally:
+        if sampler is not None:
+            sampler.stop()
         if pool is not None:
             pool.stop()
     if status is None:

@@ -17,6 +17,7 @@ Everything here runs under gevent: no asyncio, no MCP SDK. The protocol logic is
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -97,6 +98,7 @@ class _Process:
         self.finals: set[str] = set()
         self.raw: list[tuple[str, int]] | None = None
         self.pacer: Pacer | None = None  # open model only (--mcp-rate)
+        self.shared: Any = None  # open model: the session that discovered for all (catalog, handles)
         self.progress: Any = None  # the greenlet writing --mcp-progress
 
 
@@ -361,18 +363,36 @@ class McpUser(User):
     def _discover(self) -> None:
         session = self.session
         assert session is not None
-        if not session.discover():
-            self.ready = False
+        opts = _opts(self.environment)
+        if opts is not None and opts.mcp_rate > 0:
+            # Open model: the users are slots serving one arrival schedule, not separate clients,
+            # so one of them discovers for all; a burst of every slot's discovery at the start
+            # would otherwise be the run's worst second.
+            with STATE.mrtr_lock:
+                if STATE.shared is None and self._discover_own(session, locked=True):
+                    STATE.shared = session
+                if STATE.shared is None:
+                    self.ready = False
+                    return
+            session.catalog, session.handles = STATE.shared.catalog, STATE.shared.handles
+            session.set_mix()
+            self.ready = True
             return
+        self.ready = self._discover_own(session)
+
+    def _discover_own(self, session: Session, *, locked: bool = False) -> bool:
+        if not session.discover():
+            return False
         key = ",".join(sorted(t["name"] for t in session.catalog.tools))
-        with STATE.mrtr_lock:  # one probe per process; the other users wait for its answer
+        # one probe per process; the other users wait for its answer (`locked`: we hold the lock)
+        with contextlib.nullcontext() if locked else STATE.mrtr_lock:
             if key not in STATE.probes:
                 STATE.probes[key] = session.probe_tools()
         session.catalog.mrtr_tools, session.catalog.excluded = STATE.probes[key]
         STATE.recorder.excluded_tools.update(session.catalog.excluded)
         STATE.recorder.mrtr_tools.update(t["name"] for t in session.catalog.mrtr_tools)
         session.set_mix()
-        self.ready = True
+        return True
 
     def _fire(self, request_type: str, name: str, ms: float, length: int, exc: Exception | None) -> None:
         self.environment.events.request.fire(
