@@ -279,6 +279,7 @@ class Session:
         # of the unit is timed from it, not from when it was sent, so time spent waiting for a
         # free slot behind a stalled server shows in the latency (no coordinated omission).
         self._origin_ns: int | None = None
+        self.sample_kind = REQUEST  # SETUP while the open model's one discovery runs
 
     # --- plumbing ---
 
@@ -313,7 +314,7 @@ class Session:
                 self.recorder.violation(rule, f"{name}: {text}")
                 if failure is None:
                     failure, detail = f"violation {rule}", text
-        self.recorder.record(name, elapsed_us, kind=REQUEST, failure=failure,
+        self.recorder.record(name, elapsed_us, kind=self.sample_kind, failure=failure,
                              first_event_us=reply.first_event_us, raw_ns=reply.elapsed_ns)
         if self.fire is not None:
             exc = LoadFailure(f"{failure}: {detail}" if detail else failure) if failure else None

@@ -23,6 +23,10 @@ OPERATION = "operation"
 # An open-model arrival that waited for a free slot longer than the request timeout: never sent,
 # counted as a timeout (a client with that timeout would have given up), not as a request.
 BACKLOG = "backlog"
+# Open model: the one discovery a process makes before its arrivals start. Counted as requests
+# (and failures), shown by name, but left out of the overall percentiles and the timeline: it is
+# not part of the arrival schedule, and the first request a fresh server serves is its slowest.
+SETUP = "setup"
 BACKLOG_NAME = "(arrival not sent: backlog)"
 
 
@@ -65,6 +69,9 @@ class Recorder:
         self.mrtr_tools: set[str] = set()  # tools found to ask for input
         self.worker_max_in_flight: dict[str, int] = {}  # master only: each worker's peak
         self.started: float | None = None
+        # Set when the run starts stopping. Stopping hundreds of users takes Locust a while, and a
+        # request that completes meanwhile is timed with the harness's own teardown in it.
+        self.closed = False
         self.stopped: float | None = None
         self.raw: list[tuple[str, int]] | None = None  # (name, ns) of every request, benchmarks only
         # Per wall-clock second (epoch, by completion): every request's latency and its failures,
@@ -93,6 +100,8 @@ class Recorder:
     ) -> None:
         """One sample. `count_failure=False` marks a failure already counted where it happened
         (an operation that failed because one of its legs did), so the run total counts it once."""
+        if self.closed:
+            return  # the run is stopping: Locust is tearing the users down, nothing is measured
         if self.started is None:
             self.started = time.time()
         stats = self._stats(name, kind)
@@ -105,7 +114,7 @@ class Recorder:
             stats.failures[failure] += 1
             if count_failure:
                 self.failures[failure] += 1
-        if kind != OPERATION:
+        if kind in (REQUEST, BACKLOG):
             sec = int(time.time())
             second = self.timeline.get(sec)
             if second is None:
@@ -119,7 +128,8 @@ class Recorder:
         self.violation_examples.setdefault(rule, example)
 
     def count(self, counter: str, times: int = 1) -> None:
-        self.counters[counter] += times
+        if not self.closed:  # counted with the samples they belong to, or not at all
+            self.counters[counter] += times
 
     def operation_opened(self) -> None:
         self.in_flight += 1
@@ -132,7 +142,7 @@ class Recorder:
 
     @property
     def requests(self) -> int:
-        return sum(s.count for s in self.names.values() if s.kind == REQUEST)
+        return sum(s.count for s in self.names.values() if s.kind in (REQUEST, SETUP))
 
     @property
     def failure_total(self) -> int:

@@ -36,7 +36,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from load.mcp_client import TIMEOUT, McpHttp
 from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix, warmup_exchanges
 from load.pacing import Pacer
-from load.recorder import BACKLOG, BACKLOG_NAME, Recorder
+from load.recorder import BACKLOG, BACKLOG_NAME, REQUEST, SETUP, Recorder
 from load.summary import build_summary, format_table, write_json
 
 log = logging.getLogger("mcp-gauntlet.load")
@@ -193,8 +193,8 @@ def _on_final(environment: Any, msg: Any, **_kw: Any) -> None:
 def _note_backlog() -> None:
     """Open model, at stop: arrivals that were due but that no user had taken yet."""
     if STATE.pacer is not None:
-        STATE.recorder.count("open_due", STATE.pacer.due())
-        STATE.recorder.count("open_not_started", STATE.pacer.not_started())
+        STATE.recorder.counters["open_due"] += STATE.pacer.due()
+        STATE.recorder.counters["open_not_started"] += STATE.pacer.not_started()
         STATE.pacer = None
 
 
@@ -238,6 +238,8 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 @events.test_stopping.add_listener
 def _on_test_stopping(environment: Any, **_kw: Any) -> None:
     runner = environment.runner
+    if not isinstance(runner, MasterRunner):
+        STATE.recorder.closed = True
     if not isinstance(runner, MasterRunner):
         return
     workers = [c.id for c in runner.clients.all]
@@ -369,8 +371,10 @@ class McpUser(User):
             # so one of them discovers for all; a burst of every slot's discovery at the start
             # would otherwise be the run's worst second.
             with STATE.mrtr_lock:
+                session.sample_kind = SETUP
                 if STATE.shared is None and self._discover_own(session, locked=True):
                     STATE.shared = session
+                session.sample_kind = REQUEST
                 if STATE.shared is None:
                     self.ready = False
                     return

@@ -7,6 +7,8 @@ is correct too (one tool, `echo`), but its timing is scripted from the command l
 - `--delay-ms D`: every reply waits D ms (so the waits of a user add up past its timeout);
 - `--slow-first N --slow-ms M`: the first N `tools/call` requests wait M ms instead (a load run
   with a shorter `--timeout` must report exactly N timeouts);
+- `--workers W`: at most W requests are served at once (the rest queue), so with `--delay-ms D`
+  the server's capacity is W * 1000 / D requests per second: a knee the capacity search must find;
 - `--stall-after N --stall-s S`: once N `tools/call` requests have arrived, every request
   arriving in the next S seconds is held until that window ends (a whole-server stall).
 
@@ -37,6 +39,7 @@ class State:
         self.slow = 0
         self.stall_until = 0.0
         self.stalled = 0
+        self.workers = threading.Semaphore(args.workers) if args.workers else None
 
     def wait_for(self, method: str) -> float:
         """Seconds this request must wait, by the script."""
@@ -98,7 +101,11 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError):
             self._send(400, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}')
             return
-        time.sleep(self.state.wait_for(method))
+        if self.state.workers is not None:
+            with self.state.workers:
+                time.sleep(self.state.wait_for(method))
+        else:
+            time.sleep(self.state.wait_for(method))
         result = result_for(method, params)
         if result is None:
             reply = {"jsonrpc": "2.0", "id": msg.get("id"), "error": {"code": -32601, "message": "no such method"}}
@@ -117,6 +124,7 @@ def main() -> None:
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--slow-first", type=int, default=0)
     p.add_argument("--slow-ms", type=float, default=0.0)
+    p.add_argument("--workers", type=int, default=0)
     p.add_argument("--stall-after", type=int, default=0)
     p.add_argument("--stall-s", type=float, default=0.0)
     args = p.parse_args()
