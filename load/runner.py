@@ -32,6 +32,7 @@ import orjson
 
 from load import capacity
 from load import gates as gates_mod
+from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
@@ -555,6 +556,7 @@ def _run(
     reasons = _verdict(summary, results, changes)
     summary["verdict"] = {"exit_status": 1 if reasons else 0, "reasons": reasons}
     write_json(summary_path, summary)
+    (out / "report.html").write_text(report_mod.render(summary), encoding="utf-8")
 
     print(format_table(summary))
     print(describe(summary["memory"]))
@@ -566,7 +568,7 @@ def _run(
             print("  " + c.describe())
     for reason in reasons:
         print(f"FAIL: {reason}")
-    print(f"reports: {summary_path}, {out / 'locust_stats.csv'}, {out / 'locust.html'}")
+    print(f"reports: {out / 'report.html'}, {summary_path}, {out / 'locust_stats.csv'}, {out / 'locust.html'}")
     print(summary_line(summary))
     return 1 if reasons else 0
 

@@ -399,6 +399,8 @@ class McpUser(User):
         return True
 
     def _fire(self, request_type: str, name: str, ms: float, length: int, exc: Exception | None) -> None:
+        if STATE.recorder.closed:
+            return  # not recorded either: Locust's reports and summary.json count the same samples
         self.environment.events.request.fire(
             request_type=request_type,
             name=name,
