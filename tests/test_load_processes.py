@@ -23,3 +23,6 @@ def test_processes_option_uses_locust_multiprocess_mode(tmp_path: Path) -> None:
     assert summary["config"]["processes"] == 2
     assert summary["mrtr"]["operations"] > 0 and summary["failures"] == 0
     assert "worker" in log.lower()  # Locust's master saw its forked workers
+    # its master listened on loopback only, not on every interface
+    command = (tmp_path / "out" / "locust-command.txt").read_text()
+    assert "--master-bind-host 127.0.0.1" in command

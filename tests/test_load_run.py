@@ -98,6 +98,15 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captur
         ["--target", "http://example.com/mcp"],
         ["--target", "http://127.0.0.1:9/mcp", "--instances", "2"],
         ["--baseline", str(tmp_path / "missing.json")],
+        ["--timeout", "nan"], ["--timeout", "inf"], ["--timeout", "1e12"], ["--timeout", "0"],
+        ["--run-time", "99999999999h"], ["--run-time", "0s"],
+        ["--rate", "nan"], ["--rate", "-5"], ["--rate", "inf"], ["--rate", "1e300"],
+        ["--rate", "10", "--users", "5"], ["--max-in-flight", "0", "--rate", "5"],
+        ["--spawn-rate", "nan"], ["--memory-threshold-mb", "inf"],
+        ["--find-capacity"], ["--find-capacity", "--slo", "p99_ms>5"], ["--find-capacity", "--slo", "p99>5"],
+        ["--find-capacity", "--slo", "p99_ms<5", "--rate", "10"], ["--slo", "p99_ms<5"],
+        ["--find-capacity", "--slo", "p99_ms<5", "--step-time", "never"],
+        ["--fail-on", "p99_ms>5%"],
     ]
     for args in cases:
         # in-process: the runner never imports Locust or gevent, and usage errors stop before any spawn
@@ -119,3 +128,59 @@ def test_unusable_target_exits_2(tmp_path: Path) -> None:
     proc = run_load(["--target", "http+spawn:python -c 'import sys; sys.exit(3)' {port}", "--run-time", "2s",
                      "--out", str(tmp_path / "o")], tmp_path, timeout=30)
     assert proc.returncode == 2 and "unusable target" in proc.stderr, proc.stderr
+
+
+def test_an_unwritable_out_directory_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who may write anywhere; the file-in-the-way case still runs")
+        assert load_main(["--out", str(locked), "--run-time", "1s"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot write" in err[0], err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_an_out_path_that_is_a_file_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert load_main(["--out", str(blocker / "sub"), "--run-time", "1s"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot write" in err[0], err
+
+
+def test_sigterm_stops_locust_and_the_servers(tmp_path: Path) -> None:
+    """`load` killed by a CI timeout (SIGTERM) must not leave Locust or the reference server behind."""
+    import signal
+    import time
+
+    import psutil
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "load", "--run-time", "120s", "--users", "2", "--out", str(out),
+                             "--progress-every", "1"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # a progress line: Locust is running and load is being made
+            if " rps, " in line and line.startswith("["):
+                break
+        family = psutil.Process(proc.pid).children(recursive=True)
+        assert len(family) >= 2  # the reference server and Locust
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 143, err
+        assert time.monotonic() - started < 20
+        assert "terminated" in err and "Traceback" not in err
+        _, alive = psutil.wait_procs(family, timeout=10)
+        assert not alive, alive
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
