@@ -6,6 +6,11 @@
 (b) The reference server against the official Python SDK server (`mcp==2.3.0`,
     tests/servers/sdk_server.py), one instance each, under the same mix with MRTR operations:
     throughput and p99 (aim: >= 3x the throughput at a lower p99).
+(d) CPU per request of the generator, on tools/list against the same reference instance with the
+    same connections: our Locust users (`load/users.py`), plain Locust `FastHttpUser` posting the
+    same body and headers, and `wrk`. Locust's CPU is read from /proc while it runs and its request
+    count from its per-second history, over the steady middle of the run (start-up excluded); wrk's
+    from its rusage. Aim: ours <= plain FastHttpUser.
 (c) Our p99 per operation against the exact p99 of the raw samples of the same run (aim: within
     1%), with Locust's own p99 for the same names beside it, to show why we keep our own.
 
@@ -14,7 +19,8 @@ rounds and compares medians. `--pin` puts the servers on CPU 0 and every generat
 ours alike) on the other CPUs.
 
 Usage: python tests/benchmarks/bench_load.py [--duration 10] [--users 10] [--rounds 3] [--pin]
-Needs `wrk` on PATH (Debian: apt-get install wrk). Ends with one summary line.
+Needs `wrk` on PATH: as root on Debian it installs it (apt-get install wrk), otherwise it names it
+and exits 2. Ends with one summary line.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -64,6 +72,94 @@ def wrk_rps(url: str, seconds: int, connections: int, workdir: Path) -> float:
     if non2xx:
         raise SystemExit(f"wrk got {non2xx.group(1)} error responses:\n{out}")
     return float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
+
+
+PLAIN_LOCUSTFILE = """
+from locust import FastHttpUser, task
+
+BODY = {body!r}
+HEADERS = {headers!r}
+
+
+class PlainUser(FastHttpUser):
+    @task
+    def tools_list(self):
+        self.client.post("", data=BODY, headers=HEADERS)
+"""
+
+
+def ensure_wrk() -> bool:
+    """wrk on PATH, installed with apt-get when we are root on Debian; False when it is not there."""
+    if shutil.which("wrk"):
+        return True
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("bench_load: installing wrk (apt-get install wrk)", file=sys.stderr)
+        subprocess.run(["apt-get", "update", "-qq"], check=False)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=False,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("wrk") is not None
+
+
+def wrk_cpu(url: str, seconds: int, connections: int, workdir: Path) -> tuple[float, float]:
+    """(CPU microseconds per request, rps) of wrk, from its rusage and its request count."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    msg = wire.build_request(1, "tools/list", {}, capabilities={"elicitation": {"form": {}}})
+    script = workdir / "tools_list.lua"
+    lines = ['wrk.method = "POST"', f"wrk.body = {lua_string(wire.dumps(msg).decode())}"]
+    lines += [f"wrk.headers[{lua_string(k)}] = {lua_string(v)}" for k, v in wire.http_headers(msg).items()]
+    script.write_text("\n".join(lines) + "\n")
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+                         capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu * 1e6 / max(1, requests), float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
+
+
+def locust_cpu(locustfile: Path, url: str, seconds: int, users: int, out: Path, extra: list[str]) -> tuple[float, float]:
+    """(CPU microseconds per request, rps) of one Locust process over the steady middle of its run."""
+    import psutil
+
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "-u", str(users), "-r", str(users),
+           "-t", f"{seconds}s", "--host", url, "--csv", str(out / "l"), "--csv-full-history", "--only-summary",
+           *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out)
+    ps = psutil.Process(proc.pid)
+    cpu: list[tuple[float, float]] = []  # (epoch, cpu seconds)
+    while proc.poll() is None:
+        try:
+            t = ps.cpu_times()
+            cpu.append((time.time(), t.user + t.system))
+        except psutil.Error:
+            break
+        time.sleep(0.2)
+    history = [r for r in csv.DictReader((out / "l_stats_history.csv").open()) if r["Name"] == "Aggregated"]
+    points = [(float(r["Timestamp"]), int(r["Total Request Count"])) for r in history if int(r["Total Request Count"])]
+    # the steady middle: from 2 s after the first request to 1 s before the last history line
+    first, last = points[0][0] + 2, points[-1][0] - 1
+    window = [(t, n) for t, n in points if first <= t <= last]
+    if len(window) < 2:
+        raise SystemExit(f"bench_load: run too short to measure CPU ({locustfile.name})")
+    (t0, n0), (t1, n1) = window[0], window[-1]
+
+    def cpu_at(t: float) -> float:
+        return min(cpu, key=lambda c: abs(c[0] - t))[1]
+
+    return (cpu_at(t1) - cpu_at(t0)) * 1e6 / max(1, n1 - n0), (n1 - n0) / (t1 - t0)
+
+
+def cpu_per_request(url: str, seconds: int, users: int, workdir: Path) -> dict[str, tuple[float, float]]:
+    msg = wire.build_request(1, "tools/list", {}, capabilities={"elicitation": {"form": {}}})
+    plain = workdir / "plain_locustfile.py"
+    plain.write_text(PLAIN_LOCUSTFILE.format(body=wire.dumps(msg).decode(), headers=wire.http_headers(msg)))
+    users_file = ROOT / "load" / "users.py"
+    return {
+        "ours": locust_cpu(users_file, url, seconds, users, workdir / "d-ours",
+                           ["--mix", "tools/list=1", "--check-every", "0"]),
+        "FastHttpUser": locust_cpu(plain, url, seconds, users, workdir / "d-plain", []),
+        "wrk": wrk_cpu(url, seconds, users, workdir),
+    }
 
 
 def load_run(url: str, out: Path, seconds: int, users: int, extra: list[str]) -> dict:
@@ -104,8 +200,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating wrk/ours rounds for (a) (default 3)")
     parser.add_argument("--pin", action="store_true", help="pin servers to CPU 0, generators to the others")
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        print("bench_load: wrk not found (apt-get install wrk)", file=sys.stderr)
+    if not ensure_wrk():
+        print("bench_load: needs wrk on PATH (Debian: apt-get install wrk; https://github.com/wg/wrk)",
+              file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp_name:
         tmp = Path(tmp_name)
@@ -134,6 +231,13 @@ def main() -> int:
                   f"  ratio {ours / wrk:.2f} (aim >= 0.5)")
             print(f"    ours, {3 * args.users} users:       {' '.join(f'{x:6.0f}' for x in ours3)}  median "
                   f"{ours_more:.0f}  ratio {ours_more / wrk:.2f}")
+            # (d) CPU per request: ours, plain FastHttpUser, wrk; same endpoint, payload, connections
+            cpu = cpu_per_request(url, args.duration, args.users, tmp)
+            print(f"(d) CPU per request on tools/list, {args.users} connections (steady middle of each run):")
+            for label, (us, rps) in cpu.items():
+                print(f"    {label:<13} {us:7.1f} us CPU/request at {rps:7.0f} rps")
+            ours_cpu, plain_cpu, wrk_cpu_us = cpu["ours"][0], cpu["FastHttpUser"][0], cpu["wrk"][0]
+            print(f"    ours / FastHttpUser {ours_cpu / plain_cpu:.2f} (aim <= 1), ours / wrk {ours_cpu / wrk_cpu_us:.1f}")
             # (b, reference half) + (c): the mix, with every raw sample kept
             raw = tmp / "raw"
             ref_mix = load_run(url, tmp / "b-ref", args.duration, args.users,
@@ -176,8 +280,9 @@ def main() -> int:
             print(f"    {name:<34} {exact:9.3f} {mine:9.3f} ({e1 * 100:.3f}%) {theirs:7.0f} ({e2 * 100:.1f}%)")
         print(f"    max error: ours {ours_err * 100:.3f}% (aim <= 1%), Locust's {locust_err * 100:.1f}%")
 
-    ok = ours / wrk >= 0.5 and speedup >= 3 and ref_p99 < sdk_p99 and ours_err <= 0.01
-    print(f"bench_load: wrk ratio {ours / wrk:.2f} ({ours_more / wrk:.2f} with 3x users), reference vs sdk {speedup:.1f}x rps at p99 "
+    ok = ours / wrk >= 0.5 and speedup >= 3 and ref_p99 < sdk_p99 and ours_err <= 0.01 and ours_cpu <= plain_cpu
+    print(f"bench_load: CPU/request ours {ours_cpu:.0f} us, FastHttpUser {plain_cpu:.0f} us, wrk {wrk_cpu_us:.0f} us; "
+          f"wrk ratio {ours / wrk:.2f} ({ours_more / wrk:.2f} with 3x users), reference vs sdk {speedup:.1f}x rps at p99 "
           f"{ref_p99:.1f} vs {sdk_p99:.1f} ms, p99 error {ours_err * 100:.3f}% (Locust {locust_err * 100:.1f}%)"
           f" -> {'all aims met' if ok else 'SOME AIMS MISSED'}")
     return 0
