@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import itertools
 import math
 import os
 import re
@@ -450,6 +451,7 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
         return read_json(step_out / "summary.json")
 
     failed: list[float] = []
+    numbers = itertools.count(1)
 
     def run_or_note(rate: float) -> dict[str, Any] | None:
         summary = run_step(rate)
@@ -459,7 +461,7 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
 
     found = capacity.search(run_or_note, slos, start=args.start_rate, factor=args.rate_factor,
                             max_rate=args.max_rate, refine=args.refine,
-                            on_step=lambda step: print(capacity.format_row(step.row()), flush=True))
+                            on_step=lambda step: print(capacity.format_row(step.row(), next(numbers)), flush=True))
     report = capacity.report(found, slos, urls=urls, step_s=step_s, incomplete=bool(failed))
     write_json(out / "capacity.json", report)
     (out / "capacity.html").write_text(capacity.html(report), encoding="utf-8")

@@ -176,3 +176,33 @@ def test_elicitation_answers_fit_the_requested_schema() -> None:
         answers["a"]["content"])
     assert answers["b"] == {"action": "decline"}  # URL mode was never declared
     assert answers["c"] == {"roots": []}
+
+
+def test_pacer_schedules_arrivals_at_the_rate_whatever_happened_before() -> None:
+    from load.pacing import Pacer
+
+    pacer = Pacer(100.0)
+    slots = [pacer.next_slot() for _ in range(5)]
+    assert [b - a for a, b in zip(slots, slots[1:], strict=False)] == [10_000_000] * 4
+    t0 = slots[0]
+    # 1 s later 101 arrivals were due; 5 were taken, so 96 wait (a stalled server's backlog)
+    assert pacer.due(t0 + 1_000_000_000) == 101
+    assert pacer.not_started(t0 + 1_000_000_000) == 96
+    # and the next arrival is still the 6th slot: late arrivals are not skipped, they are late
+    assert pacer.next_slot() == t0 + 50_000_000
+
+
+def test_recorder_timeline_merges_exactly_and_ignores_samples_after_stop() -> None:
+    from load.recorder import Recorder
+
+    worker, master = Recorder(), Recorder()
+    for us in (1000, 2000, 3000):
+        worker.record("tools/list", us)
+    worker.record("tools/list", 9000, failure="timeout")
+    master.merge_wire(worker.drain(), source="w1")
+    hist, failures = master.window(min(master.timeline), max(master.timeline))
+    assert hist.count == 4 and failures == 1 and hist.max_us == 9000
+    worker.closed = True
+    worker.record("tools/list", 5000)
+    worker.count("mrtr_started")
+    assert worker.requests == 0 and not worker.counters and not worker.timeline

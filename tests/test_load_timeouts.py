@@ -9,6 +9,7 @@ run (marked slow) keeps the embedded reference server busy for 150 s with 0 fail
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -65,6 +66,11 @@ def test_slow_server_timeouts_are_real_and_counted_exactly(tmp_path: Path) -> No
     assert summary["requests"] * 0.020 / 2 > 3 * 0.3
     timed_out = sum(e["failures"] for e in summary["operations"].values())
     assert timed_out == 5
+    # live progress, one line per update (stdout is not a terminal here)
+    progress = re.findall(r"^\[\s*[0-9.]+s\] (\d+) requests, [0-9.]+ rps, (\d+) failures, \d+ MRTR in flight, "
+                          r"p99 [0-9.]+ ms$", proc.stdout, flags=re.M)
+    assert progress, proc.stdout
+    assert all(int(f) <= 5 for _, f in progress)
 
 
 @pytest.mark.slow
