@@ -239,8 +239,7 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 def _on_test_stopping(environment: Any, **_kw: Any) -> None:
     runner = environment.runner
     if not isinstance(runner, MasterRunner):
-        STATE.recorder.closed = True
-    if not isinstance(runner, MasterRunner):
+        STATE.recorder.closed = True  # a worker's or a local run's users are being torn down
         return
     workers = [c.id for c in runner.clients.all]
     for worker in workers:
