@@ -29,7 +29,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert first.returncode == 0, first.stdout + first.stderr
     proc = subprocess.run([sys.executable, "-m", "load", "--run-time", "4s", "--users", "3", "--out", str(tmp / "b"),
                            "--fail-on", "p99_ms>5000", "--baseline", str(tmp / "a" / "summary.json"),
-                           "--baseline-margin", "1000%", "--progress-every", "0"],
+                           "--baseline-margin", "1000%", "--baseline-floor-ms", "1000", "--progress-every", "0"],
                           cwd=tmp, capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return tmp / "b" / "report.html"
