@@ -11,6 +11,10 @@ turns the result into a verdict. Distributed runs use Locust's own modes (`--pro
 reach the master in Locust's periodic worker reports and in one final flush when the test stops,
 so summary.json on the master holds every sample exactly once.
 
+`--mcp-rate R` switches a process to the open model (load/pacing.py): the users become slots
+serving R arrivals per second, each timed from its intended start; `-u` is then the cap on
+arrivals in flight. `--mcp-progress FILE` appends a JSON progress line every few seconds.
+
 Everything here runs under gevent: no asyncio, no MCP SDK. The protocol logic is in
 `load.operations`, the HTTP exchange in `load.mcp_client`, the numbers in `load.recorder`.
 """

@@ -2,7 +2,7 @@
 
 The slow test server serves one request at a time in 10 ms (`--workers 1 --delay-ms 10`), so it
 cannot take more than 100 requests per second: the search from 25/s must hold at a rate below
-that and break at or below 200/s, and report the highest rate that held. Short steps (3 s) and
+that and break at or below 200/s, and report the highest rate that held. Short steps (2 s) and
 one refining step keep the test bounded (about half a minute).
 """
 
@@ -23,7 +23,7 @@ def test_capacity_search_finds_the_knee_of_a_server_with_known_capacity(tmp_path
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "load", "--target", url + "/mcp", "--find-capacity", "--slo", "p95_ms<100",
-             "--slo", "failures<1%", "--start-rate", "25", "--step-time", "3s", "--refine", "1",
+             "--slo", "failures<1%", "--start-rate", "25", "--step-time", "2s", "--refine", "1",
              "--mix", "tools/call=1", "--check-every", "0", "--max-in-flight", "200", "--timeout", "5",
              "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=180)
     finally:
