@@ -124,6 +124,10 @@ class ClientCase:
 
     plays: dict[str, list[Play]] = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # short: Hypothesis reprs every failing case, and a requestState may be 64 KiB
+        return "ClientCase(" + ", ".join(
+            f"{m}=[{', '.join(p.probe or p.kind for p in ps)}]" for m, ps in self.plays.items()) + ")"
+
     def play_for(self, method: str, n: int) -> Play | None:
         """The answer to the n-th (0-based) request of `method`; None: the default answer."""
         plays = self.plays.get(method, [])
