@@ -147,3 +147,33 @@ def test_replaying_a_client_repro_against_a_client_that_cannot_run_exits_2(tmp_p
     quiet = subprocess.run([*GAUNTLET, "replay", str(path), "--client", f"{sys.executable} -c pass {{server}}"],
                            capture_output=True, text=True)
     assert quiet.returncode == 2, quiet.stdout + quiet.stderr
+
+
+# --- Streamable HTTP ({url}) ---
+
+_HTTP_CASE = ClientCase(plays={
+    "tools/list": [Play("result", result={"resultType": "complete", "tools": [
+        {"name": "héllo", "inputSchema": {"type": "object"}}]})],  # Mcp-Name must go base64 (HDR-06)
+    "tools/call": [Play("result", sse=True, result={
+        "resultType": "input_required", "inputRequests": {"a": {"method": "roots/list"}}, "requestState": "zz"})],
+    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=0.2)],
+    "prompts/get": [Play("error", code=-32022, message="x", data={"supported": ["2026-07-28"]})],
+})
+
+
+@pytest.mark.parametrize(("bug", "rules"), [
+    (None, []), ("reuse-id", ["RPC-05"]), ("send-response", ["HTTP-04"]), ("drop-request-state", ["MRTR-10"]),
+])
+def test_over_http_the_reference_client_is_clean_and_its_mutants_are_caught(bug: str | None,
+                                                                           rules: list[str]) -> None:
+    transcript = run_case(ClientCommand.parse(ref(bug, "{url}")), _HTTP_CASE)
+    assert transcript.transport == "http"
+    assert [v.rule for v in judge_client(transcript)] == rules
+    statuses = [e.status for e in transcript.events if e.kind == "send"]
+    assert 400 in statuses and 200 in statuses  # -32022 travels with HTTP 400, as DIGEST has it
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_over_http_the_reference_client_gets_no_findings(seed: int, tmp_path: Path) -> None:
+    store = campaign(ref(None, "{url}"), tmp_path, seed=seed, examples=2)
+    assert store.examples == 2 and [(f.rule, f.title) for f in store.findings] == []

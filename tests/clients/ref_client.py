@@ -1,7 +1,7 @@
 """The reference MCP 2026-07-28 client of client mode, and its one-bug variants (`--bug NAME`).
 
     python tests/clients/ref_client.py [--bug NAME] SERVER COMMAND ...   # stdio: launches SERVER
-    python tests/clients/ref_client.py [--bug NAME] --url URL            # Streamable HTTP
+    python tests/clients/ref_client.py [--bug NAME] [--url] URL          # Streamable HTTP
 
 A small client with a fixed job: server/discover, tools/list, tools/call of the first tool,
 resources/list and prompts/list sent together (two requests in flight), resources/read,
@@ -333,7 +333,9 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    peer: StdioPeer | HttpPeer = HttpPeer(argv[1]) if argv[0] == "--url" else StdioPeer(argv)
+    if argv[0] == "--url":
+        argv = argv[1:]
+    peer: StdioPeer | HttpPeer = HttpPeer(argv[0]) if argv[0].startswith(("http://", "https://")) else StdioPeer(argv)
     client = Client(peer, bug)
     try:
         client.job()
