@@ -190,19 +190,38 @@ def test_meta_04_silent_on_notifications_without_meta() -> None:
 # --- readings ---
 
 
-def test_rt_05_fires_when_a_result_without_resulttype_is_read_as_an_error() -> None:
+def legacy() -> Script:
+    """A client that fell back to the 2025-11-25 handshake: what follows carries no _meta."""
     s = Script()
-    s.call(1, "tools/list", result={"tools": []}, note="reply:result-missing-resulttype")
+    s.call(1, "server/discover", error={"code": -32601, "message": "Method not found"})
+    s.call(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, meta=False,
+           result={"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}})
+    s.client({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return s
+
+
+def test_rt_05_fires_when_a_legacy_result_is_read_as_an_error() -> None:
+    s = legacy()
+    s.call(3, "tools/list", result={"tools": []}, note="reply:legacy-server", meta=False)
     s.reading("tools/list", "error")
     s.exit()
     got = judge_client(s.t)
-    assert [(v.rule, v.probe) for v in got] == [("RT-05", "result-missing-resulttype")]
+    assert [(v.rule, v.strength, v.probe) for v in got] == [("RT-05", "MUST", "legacy-server")]
 
 
-def test_rt_05_silent_when_read_as_complete() -> None:
-    s = Script()
-    s.call(1, "tools/list", result={"tools": []})
+def test_rt_05_silent_when_a_legacy_result_is_read_as_complete() -> None:
+    s = legacy()
+    s.call(3, "tools/list", result={"tools": []}, meta=False)  # and no META-04 in the legacy era
     s.reading("tools/list", "complete")
+    assert s.rules() == []
+
+
+def test_rt_05_silent_on_a_modern_result_without_resulttype_refused() -> None:
+    """DIGEST RT-05 binds only results of earlier-revision servers; a 2026-07-28 server that omits
+    resultType breaks RT-01, and a client may refuse the result (the TypeScript SDK does)."""
+    s = Script()
+    s.call(1, "tools/list", result={"tools": []}, note="reply:result-missing-resulttype")
+    s.reading("tools/list", "invalid")
     assert s.rules() == []
 
 

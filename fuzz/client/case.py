@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from targets.wire import MODERN_VERSION
+from targets.wire import LEGACY_VERSION, MODERN_VERSION
 
 CASE_FORMAT: Final = "mcp-gauntlet/client-case-1"
 
@@ -22,6 +22,7 @@ CASE_FORMAT: Final = "mcp-gauntlet/client-case-1"
 PROBES: Final[dict[str, tuple[str, str]]] = {
     "result-missing-resulttype": ("RT-05", "a result without resultType"),
     "result-unknown-resulttype": ("RT-04", "a result whose resultType is not a core value"),
+    "legacy-server": ("RT-05", "a 2025-11-25 server: no server/discover, an initialize handshake, no resultType"),
     "input-requests-malformed": ("MRTR-04", "an input_required result whose inputRequests fit no InputRequest"),
     "request-state-empty": ("MRTR-10", "an input_required result whose requestState is the empty string"),
     "request-state-oversized": ("MRTR-10", "an input_required result with a very long requestState"),
@@ -118,13 +119,38 @@ class Play:
         return out
 
 
+# A server of an earlier revision (DIGEST §5.3): server/discover is an unknown method, `initialize`
+# is the 2025-11-25 handshake, and results carry no resultType (RT-05 is about exactly these).
+LEGACY_INITIALIZE_RESULT: Final = {
+    "protocolVersion": LEGACY_VERSION, "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+    "serverInfo": SERVER_INFO,
+}
+
+
+def legacy_result(method: str) -> dict[str, Any] | None:
+    """What a 2025-11-25 server answers to `method`: the default result without the 2026 fields."""
+    if method == "initialize":
+        return dict(LEGACY_INITIALIZE_RESULT)
+    if method == "server/discover" or method not in DEFAULT_RESULTS:
+        return None
+    drop = ("resultType", "ttlMs", "cacheScope", "_meta")
+    return {k: v for k, v in DEFAULT_RESULTS[method].items() if k not in drop}
+
+
 @dataclass(slots=True)
 class ClientCase:
-    """One scripted server: method -> the plays for its successive requests."""
+    """One scripted server: method -> the plays for its successive requests.
+
+    era "legacy": the server is a 2025-11-25 one (plays are not used): the client has to fall back
+    to `initialize` and read results that carry no resultType as complete (RT-05).
+    """
 
     plays: dict[str, list[Play]] = field(default_factory=dict)
+    era: str = "modern"
 
     def __repr__(self) -> str:  # short: Hypothesis reprs every failing case, and a requestState may be 64 KiB
+        if self.era != "modern":
+            return f"ClientCase(era={self.era!r})"
         return "ClientCase(" + ", ".join(
             f"{m}=[{', '.join(p.probe or p.kind for p in ps)}]" for m, ps in self.plays.items()) + ")"
 
@@ -134,11 +160,18 @@ class ClientCase:
         return plays[n] if n < len(plays) else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"mode": "client", "format": CASE_FORMAT,
-                "plays": {m: [p.to_json() for p in ps] for m, ps in self.plays.items()}}
+        out: dict[str, Any] = {"mode": "client", "format": CASE_FORMAT,
+                               "plays": {m: [p.to_json() for p in ps] for m, ps in self.plays.items()}}
+        if self.era != "modern":
+            out["era"] = self.era
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClientCase:
         if data.get("mode") != "client":
             raise ValueError("not a client case (mode is not 'client')")
-        return cls(plays={m: [Play.from_json(p) for p in ps] for m, ps in dict(data.get("plays", {})).items()})
+        era = data.get("era", "modern")
+        if era not in ("modern", "legacy"):
+            raise ValueError(f"unknown era {era!r}")
+        return cls(plays={m: [Play.from_json(p) for p in ps] for m, ps in dict(data.get("plays", {})).items()},
+                   era=era)

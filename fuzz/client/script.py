@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from fuzz.client.case import DEFAULT_RESULTS, ClientCase, Play
+from fuzz.client.case import DEFAULT_RESULTS, ClientCase, Play, legacy_result
 from targets.wire import METHOD_NOT_FOUND
 
 NOTE_REPLY = "reply"  # the note of a frame that answers a request ("reply:<probe>" when the play has one)
@@ -40,6 +40,12 @@ class ScriptedServer:
         if not (isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message):
             return []
         method = message["method"]
+        if self.case.era == "legacy":
+            result = legacy_result(method)
+            if result is None:
+                return [_out({"jsonrpc": "2.0", "id": message["id"], "error": {
+                    "code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}}, NOTE_REPLY)]
+            return [_out({"jsonrpc": "2.0", "id": message["id"], "result": result}, NOTE_REPLY + ":legacy-server")]
         n = self.counts.get(method, 0)
         self.counts[method] = n + 1
         play = self.case.play_for(method, n)

@@ -14,6 +14,12 @@ Strengths are DIGEST's (MUST NOT is reported as MUST). Two readings are ours, st
   request without them is what META-04 calls malformed, so the client's side is filed as META-04.
 - a retry is the next request of the same method, on the same process, after an input_required
   answer; clients that run the same call twice in a row independently would be misread.
+
+Eras: a connection (a stdio server process; the one HTTP endpoint) on which the client completed
+the 2025-11-25 `initialize` handshake is a legacy one from then on. The 2026-07-28 request rules
+(META-04, the MRTR rules) do not apply to its requests, and RT-05 applies only to its results:
+DIGEST reads the missing-resultType-as-complete duty as one for results of earlier-revision
+servers, so a modern server's result without resultType (its own RT-01 violation) may be refused.
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ class ClientExchange:
     frames: list[ClientFrame] = field(default_factory=list)
     frame_at: dict[int, ClientFrame] = field(default_factory=dict)
     readings: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    _memo: dict[str, Any] = field(default_factory=dict)
 
     @property
     def events(self) -> list[Event]:
@@ -115,6 +122,20 @@ class ClientExchange:
             retry = self.next_request(frame, same_method=True)
             if retry is not None and _same_call(frame.params, retry.params):
                 yield frame, result, retry
+
+    def legacy_since(self) -> dict[int, int]:
+        """proc -> index of the `initialize` request whose answer was a result (the legacy handshake)."""
+        if "legacy" not in self._memo:
+            found: dict[int, int] = {}
+            for f in self.requests():
+                if f.method == "initialize" and f.proc not in found and self.result_of(f) is not None:
+                    found[f.proc] = f.index
+            self._memo["legacy"] = found
+        return self._memo["legacy"]
+
+    def is_legacy(self, frame: ClientFrame) -> bool:
+        since = self.legacy_since().get(frame.proc)
+        return since is not None and frame.index >= since
 
     def next_request(self, frame: ClientFrame, *, same_method: bool) -> ClientFrame | None:
         for other in self.frames:
@@ -280,6 +301,8 @@ def http_04(x: ClientExchange) -> list[Violation]:
 def meta_04(x: ClientExchange) -> list[Violation]:
     out = []
     for f in x.requests():
+        if x.is_legacy(f):
+            continue  # the 2025-11-25 handshake and what follows it carry no per-request _meta
         meta = f.params.get("_meta")
         if not isinstance(meta, dict):
             out.append(_v("META-04", "a request without params._meta", f))
@@ -294,34 +317,35 @@ def meta_04(x: ClientExchange) -> list[Violation]:
 # --- resultType (DIGEST §3): what the client understood ---
 
 
-def _final_results(x: ClientExchange) -> dict[str, tuple[int, dict[str, Any]]]:
-    """Per method, the last answer the client got to one of its requests, when it was a result."""
-    out: dict[str, tuple[int, dict[str, Any]]] = {}
+def _final_results(x: ClientExchange) -> dict[str, tuple[int, dict[str, Any], bool]]:
+    """Per method, the last answer the client got to one of its requests, when it was a result
+    (with whether it came on a legacy connection)."""
+    out: dict[str, tuple[int, dict[str, Any], bool]] = {}
     for f in x.requests():
         got = x.reply(f)
         if got is None:
             continue
         i, msg = got
         if isinstance(msg, dict) and isinstance(msg.get("result"), dict):
-            out[f.method or ""] = (i, msg["result"])
+            out[f.method or ""] = (i, msg["result"], x.is_legacy(f))
         else:
             out.pop(f.method or "", None)
     return out
 
 
-def _readings(x: ClientExchange) -> Iterator[tuple[int, str, str, int, dict[str, Any]]]:
+def _readings(x: ClientExchange) -> Iterator[tuple[int, str, str, int, dict[str, Any], bool]]:
     finals = _final_results(x)
     for index, r in x.readings:
         step, outcome = r.get("step"), r.get("outcome")
         if isinstance(step, str) and isinstance(outcome, str) and step in finals:
-            send_index, result = finals[step]
-            yield index, step, outcome, send_index, result
+            send_index, result, legacy = finals[step]
+            yield index, step, outcome, send_index, result, legacy
 
 
 @rule("RT-04", "MUST", "a resultType the client does not recognise is treated as invalid")
 def rt_04(x: ClientExchange) -> list[Violation]:
     out = []
-    for index, step, outcome, send_index, result in _readings(x):
+    for index, step, outcome, send_index, result, _legacy in _readings(x):
         rtype = result.get("resultType", _MISSING)
         if rtype is not _MISSING and rtype not in CORE_RESULT_TYPES and outcome in CORE_RESULT_TYPES:
             out.append(_v("RT-04", f"a result with resultType {rtype!r} was read as {outcome!r}", index=index,
@@ -329,11 +353,11 @@ def rt_04(x: ClientExchange) -> list[Violation]:
     return out
 
 
-@rule("RT-05", "MUST", 'a result without resultType is read as "complete"')
+@rule("RT-05", "MUST", 'a result without resultType from an earlier-revision server is read as "complete"')
 def rt_05(x: ClientExchange) -> list[Violation]:
     out = []
-    for index, step, outcome, send_index, result in _readings(x):
-        if "resultType" not in result and outcome != "complete":
+    for index, step, outcome, send_index, result, legacy in _readings(x):
+        if legacy and "resultType" not in result and outcome != "complete":
             out.append(_v("RT-05", f"a result without resultType was read as {outcome!r}", index=index,
                           method=step, probe=_probe_of(x, send_index), detail=f"answer at event {send_index}"))
     return out

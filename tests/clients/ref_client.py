@@ -29,6 +29,7 @@ import urllib.request
 from typing import Any
 
 VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
 PV = "io.modelcontextprotocol/protocolVersion"
 CC = "io.modelcontextprotocol/clientCapabilities"
 CI = "io.modelcontextprotocol/clientInfo"
@@ -106,12 +107,13 @@ class StdioPeer:
 class HttpPeer:
     def __init__(self, url: str) -> None:
         self.url = url
+        self.version = VERSION  # the header value when a request has no _meta (the legacy era)
 
     def post(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-        headers["MCP-Protocol-Version"] = str(meta.get(PV, VERSION))
+        headers["MCP-Protocol-Version"] = str(meta.get(PV, self.version))
         if "method" in msg:
             headers["Mcp-Method"] = msg["method"]
             field = NAME_FIELD.get(msg["method"])
@@ -186,6 +188,7 @@ class Client:
         self.next_id = 0
         self.version = VERSION
         self.last_result: dict[str, Any] = {}
+        self.legacy = False  # the server is a 2025-11-25 one: initialize done, no per-request _meta
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -195,8 +198,20 @@ class Client:
         return {PV: self.version, CC: CAPABILITIES, CI: {"name": "gauntlet-ref-client", "version": "1.0"}}
 
     def request(self, method: str, params: dict[str, Any], rid: int | None = None) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": self.new_id() if rid is None else rid, "method": method,
-                "params": {**params, "_meta": self.meta()}}
+        body = dict(params) if self.legacy else {**params, "_meta": self.meta()}
+        return {"jsonrpc": "2.0", "id": self.new_id() if rid is None else rid, "method": method, "params": body}
+
+    def fall_back_to_legacy(self) -> None:
+        """DIGEST 5.3: discover got no modern answer, so try the 2025-11-25 handshake."""
+        init = {"jsonrpc": "2.0", "id": self.new_id(), "method": "initialize", "params": {
+            "protocolVersion": LEGACY_VERSION, "capabilities": CAPABILITIES,
+            "clientInfo": {"name": "gauntlet-ref-client", "version": "1.0"}}}
+        answer = self.peer.exchange([init])[0]
+        if answer is not None and isinstance(answer.get("result"), dict):
+            self.legacy = True
+            if isinstance(self.peer, HttpPeer):
+                self.peer.version = LEGACY_VERSION
+            self.peer.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def call(self, method: str, params: dict[str, Any], sent: dict[str, Any] | None = None,
              first: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -274,7 +289,10 @@ class Client:
         return retry
 
     def job(self) -> None:
-        emit(self.call("server/discover", {}))
+        discovered = self.call("server/discover", {})
+        emit(discovered)
+        if discovered["outcome"] == "error" and discovered["code"] != -32022:
+            self.fall_back_to_legacy()
         self.last_result = {}
         emit(self.call("tools/list", {}))
         tools = self.last_result.get("tools")
