@@ -200,6 +200,15 @@ def legacy() -> Script:
     return s
 
 
+def test_meta_04_silent_on_a_fallback_initialize_the_server_refused() -> None:
+    s = Script()
+    s.call(1, "server/discover", error={"code": -32602, "message": "Invalid params"})
+    s.call(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, meta=False,
+           error={"code": -32601, "message": "Method not found"})
+    s.call(3, "tools/list", result=OK)
+    assert s.rules() == []
+
+
 def test_rt_05_fires_when_a_legacy_result_is_read_as_an_error() -> None:
     s = legacy()
     s.call(3, "tools/list", result={"tools": []}, note="reply:legacy-server", meta=False)

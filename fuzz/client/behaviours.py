@@ -59,7 +59,8 @@ def result_plays(method: str) -> st.SearchStrategy[Play]:
             lambda t: Play("result", result={**t[0], "resultType": t[1]}, probe="result-unknown-resulttype")),
     ]
     if method in INPUT_REQUIRED_METHODS:
-        options += [input_required_plays(), malformed_input_required_plays()]
+        # input_required rounds are where the client's own duties are (MRTR-09..12): drawn twice as often
+        options += [input_required_plays(), input_required_plays(), malformed_input_required_plays()]
     options.append(error_plays())
     return st.one_of(options)
 
@@ -127,7 +128,8 @@ def plays(method: str, *, transport: str) -> st.SearchStrategy[Play]:
 def client_cases(transport: str = "stdio") -> st.SearchStrategy[ClientCase]:
     """A whole scripted server: up to three rounds for the MRTR methods, one play for the others."""
     per_method = {
-        m: st.lists(plays(m, transport=transport), max_size=3 if m in INPUT_REQUIRED_METHODS else 1)
+        m: st.lists(plays(m, transport=transport), min_size=1 if m == "tools/call" else 0,
+                    max_size=3 if m in INPUT_REQUIRED_METHODS else 1)
         for m in JOB_METHODS
     }
     modern = st.fixed_dictionaries(per_method).map(lambda d: ClientCase(plays={m: ps for m, ps in d.items() if ps}))

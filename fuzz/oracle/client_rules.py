@@ -301,8 +301,9 @@ def http_04(x: ClientExchange) -> list[Violation]:
 def meta_04(x: ClientExchange) -> list[Violation]:
     out = []
     for f in x.requests():
-        if x.is_legacy(f):
-            continue  # the 2025-11-25 handshake and what follows it carry no per-request _meta
+        if f.method == "initialize" or x.is_legacy(f):
+            continue  # the 2025-11-25 handshake (a legitimate fallback, DIGEST 5.3) and what follows it
+            # carry no per-request _meta
         meta = f.params.get("_meta")
         if not isinstance(meta, dict):
             out.append(_v("META-04", "a request without params._meta", f))
