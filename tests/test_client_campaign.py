@@ -177,3 +177,30 @@ def test_over_http_the_reference_client_is_clean_and_its_mutants_are_caught(bug:
 def test_over_http_the_reference_client_gets_no_findings(seed: int, tmp_path: Path) -> None:
     store = campaign(ref(None, "{url}"), tmp_path, seed=seed, examples=2)
     assert store.examples == 2 and [(f.rule, f.title) for f in store.findings] == []
+
+
+def _readme_fuzz_client_commands() -> list[str]:
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
+    return [ln.strip() for b in blocks for ln in b.splitlines() if ln.strip().startswith("mcp-gauntlet fuzz-client")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("index", "status"), [(0, 0), (1, 1)])
+def test_the_readme_fuzz_client_commands_work_as_written(index: int, status: int) -> None:
+    import shlex
+    import shutil
+
+    command = _readme_fuzz_client_commands()[index]
+    argv = shlex.split(command)
+    exe = Path(sys.executable).with_name("mcp-gauntlet")
+    env = {**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}"}
+    done = subprocess.run([str(exe), *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = next((ln.split("output in ", 1)[1] for ln in done.stdout.splitlines() if "output in " in ln), None)
+    try:
+        assert done.returncode == status, done.stdout[-2000:] + done.stderr[-2000:]
+    finally:
+        if out:
+            shutil.rmtree(ROOT / out, ignore_errors=True)

@@ -169,6 +169,16 @@ def test_a_response_frame_fires_its_transports_rule(transport: str, rule: str) -
     assert s.rules() == [(rule, "MUST")]
 
 
+def test_a_response_to_a_server_sent_request_names_the_probe() -> None:
+    s = Script()
+    i = s.call(1, "tools/list")
+    s.server(i, {"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create", "params": {}},
+             note="hostile:server-request")
+    s.server(i, {"jsonrpc": "2.0", "id": 1, "result": OK})
+    s.client({"jsonrpc": "2.0", "id": "srv-1", "error": {"code": -32601, "message": "Method not found"}})
+    assert [(v.rule, v.probe) for v in judge_client(s.t)] == [("STDIO-04", "server-request")]
+
+
 # --- _meta ---
 
 

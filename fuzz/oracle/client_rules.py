@@ -279,9 +279,23 @@ def rpc_11(x: ClientExchange) -> list[Violation]:
 
 
 def _responses(x: ClientExchange, transport: str, rule_id: str, title: str) -> list[Violation]:
+    """Response frames from the client; one answering a request the server sent (itself a server
+    violation, the `server-request` probe) is still the client's, and names that probe."""
     if x.transport != transport:
         return []
-    return [_v(rule_id, title, f, detail=f"id {f.message.get('id')!r}") for f in x.frames if f.is_response]
+    asked = {_key(e.message.get("id")): i for i, e in enumerate(x.events)
+             if e.kind == "send" and isinstance(e.message, dict) and "method" in e.message and "id" in e.message}
+    out = []
+    for f in x.frames:
+        if f.is_response:
+            asked_at = asked.get(_key(f.message.get("id")))
+            out.append(_v(rule_id, title, f, detail=f"id {f.message.get('id')!r}",
+                          probe=_probe_of(x, asked_at) if asked_at is not None and asked_at < f.index else None))
+    return out
+
+
+def _key(value: Any) -> tuple[str, Any]:
+    return (type(value).__name__, value if not isinstance(value, dict | list) else repr(value))
 
 
 @rule("STDIO-04", "MUST", "the client writes only MCP messages to stdin, never JSON-RPC responses")

@@ -224,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only verify the README section against findings.json")
     parser.add_argument("--keep", metavar="DIR", help="keep each campaign's --out directory under DIR")
     parser.add_argument("--only", metavar="NAME", action="append", help="run only this campaign (no rewrite)")
+    parser.add_argument("--from", dest="reuse", metavar="DIR",
+                        help="do not run: collect the campaigns a previous --keep DIR left behind")
     args = parser.parse_args(argv)
     if args.check:
         problems = check()
@@ -231,11 +233,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"regenerate: {p}", file=sys.stderr)
         return 1 if problems else 0
     chosen = [c for c in CAMPAIGNS if not args.only or c.name in args.only]
-    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gauntlet-real-clients-"))
+    base = Path(args.reuse or args.keep or tempfile.mkdtemp(prefix="gauntlet-real-clients-"))
     results = []
     for c in chosen:
         out = base / c.name
-        status, index, seconds, said = run_campaign(c, out)
+        if args.reuse:
+            index = json.loads((out / "findings.json").read_text())
+            status = int((out / "exit-status").read_text()) if (out / "exit-status").is_file() else (
+                1 if index.get("findings") else 0)
+            seconds, said = 0.0, ""
+        else:
+            status, index, seconds, said = run_campaign(c, out)
+            (out / "exit-status").write_text(str(status))
         print(f"regenerate: {c.name}: exit {status}, {index.get('examples', 0)} examples, "
               f"{len(index.get('findings', []))} findings, {seconds:.0f} s")
         if status == 2:
@@ -244,9 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         return 0
     data = collect(results)
-    if data.pop("unargued"):
+    unargued = data.pop("unargued")
+    if unargued:
         print("regenerate: findings without a WHY entry (argue them against DIGEST first):", file=sys.stderr)
-        for f in collect(results)["unargued"]:
+        for f in unargued:
             print(f"  {f}", file=sys.stderr)
         return 1
     FINDINGS.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
