@@ -283,14 +283,16 @@ def _responses(x: ClientExchange, transport: str, rule_id: str, title: str) -> l
     violation, the `server-request` probe) is still the client's, and names that probe."""
     if x.transport != transport:
         return []
-    asked = {_key(e.message.get("id")): i for i, e in enumerate(x.events)
-             if e.kind == "send" and isinstance(e.message, dict) and "method" in e.message and "id" in e.message}
+    asked: dict[tuple[str, Any], list[int]] = {}
+    for i, e in enumerate(x.events):
+        if e.kind == "send" and isinstance(e.message, dict) and "method" in e.message and "id" in e.message:
+            asked.setdefault(_key(e.message["id"]), []).append(i)
     out = []
     for f in x.frames:
         if f.is_response:
-            asked_at = asked.get(_key(f.message.get("id")))
+            before = [i for i in asked.get(_key(f.message.get("id")), []) if i < f.index]
             out.append(_v(rule_id, title, f, detail=f"id {f.message.get('id')!r}",
-                          probe=_probe_of(x, asked_at) if asked_at is not None and asked_at < f.index else None))
+                          probe=_probe_of(x, before[-1]) if before else None))
     return out
 
 
