@@ -75,7 +75,23 @@ CAMPAIGNS = (
 )
 
 # (rule, strength, probe) -> why DIGEST supports this finding at this strength.
-WHY: dict[tuple[str, str, str | None], str] = {}
+WHY: dict[tuple[str, str, str | None], str] = {
+    ("STDIO-04", "MUST", "server-request"):
+        "DIGEST STDIO-04 (MUST NOT [C]; RPC-12 says the same) has a client write only MCP messages to the "
+        "server's stdin and never a JSON-RPC response: in 2026-07-28 every server-to-client request travels "
+        "inside an InputRequiredResult. The harness's server wrote a 2025-style `elicitation/create` request "
+        "(its own STDIO-06 violation, the `server-request` probe) and the client answered it with a JSON-RPC "
+        "response instead of ignoring it",
+    ("RT-04", "MUST", "result-unknown-resulttype"):
+        "DIGEST RT-04 (MUST [C]): a client treats a resultType value it does not recognise as invalid, and "
+        "the accepted set is `complete`, `input_required` and the values of advertised extensions (none here). "
+        "The client handed the application a result whose resultType was another value (`partial`, "
+        "`Complete`, ...) as a final result",
+    ("RT-05", "MUST", "legacy-server"):
+        "DIGEST RT-05 (MUST [C]): a result from a server on an earlier revision (here a 2025-11-25 server the "
+        "client reached through the `initialize` fallback) carries no resultType and is read as `complete`; "
+        "the client refused it",
+}
 
 
 def client_versions() -> dict[str, dict[str, str]]:
