@@ -131,10 +131,13 @@ def test_bad_command_lines_exit_2_with_one_line(argv: list[str]) -> None:
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
 
-def test_a_client_that_cannot_start_exits_2(tmp_path: Path) -> None:
-    run = subprocess.run([*GAUNTLET, "fuzz-client", "--client", "/nonexistent/client {server}", "--max-examples",
-                          "2", "--out", str(tmp_path)], capture_output=True, text=True)
+@pytest.mark.parametrize("client", ["/nonexistent/client {server}", f"{sys.executable} -c pass {{server}}",
+                                    f"{sys.executable} -c pass {{url}}"])
+def test_a_client_that_cannot_start_or_never_connects_exits_2(client: str, tmp_path: Path) -> None:
+    run = subprocess.run([*GAUNTLET, "fuzz-client", "--client", client, "--max-examples", "2", "--out",
+                          str(tmp_path)], capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
 
 
 def test_replaying_a_client_repro_against_a_client_that_cannot_run_exits_2(tmp_path: Path) -> None:

@@ -50,6 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def preflight(command: ClientCommand, *, timeout: float) -> str:
+    """One run against the plain default server: a client that cannot start, or never reaches the
+    server it was given, is a usage problem (exit 2), not a campaign of findings. Empty: usable."""
+    from fuzz.client.case import ClientCase
+    from fuzz.client.runner import run_case
+
+    try:
+        transcript = run_case(command, ClientCase(), timeout=timeout)
+    except ClientCommandError as exc:
+        return str(exc)
+    if any(e.proc > 0 and e.kind in ("recv", "noise") for e in transcript.events):
+        return ""
+    tail = next((e.raw for e in transcript.events if e.kind == "stderr" and e.raw), b"")
+    last = tail.decode("utf-8", "replace").strip().splitlines()[-1:] if tail else []
+    where = "the server command ({server})" if command.transport == "stdio" else "the URL ({url})"
+    return (f"the client never sent a frame to {where}; is the placeholder where the client takes its server?"
+            + (f" Its stderr ends: {last[0][:200]}" if last else ""))
+
+
 def fuzz_client_main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -73,6 +92,11 @@ def fuzz_client_main(argv: list[str]) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         print(f"mcp-gauntlet fuzz-client: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    problem = preflight(command, timeout=args.timeout)
+    if problem:
+        print(f"mcp-gauntlet fuzz-client: {problem}", file=sys.stderr)
+        print("fuzz-client: 0 examples, 0 findings")
         return 2
     store = FindingStore(out_dir, target=command.template, seed=seed)
     print(f"fuzz-client: client {command.template} ({command.transport})")
