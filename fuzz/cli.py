@@ -19,6 +19,7 @@ commands:
   frames   print generated (valid or malformed) client frames
   fuzz     a fuzz campaign against a target
   replay   re-run one reproduction file on a fresh target
+  fuzz-client  play a scripted, hostile server and fuzz an MCP client
   load     a Locust load run with MRTR operations
 
 `mcp-gauntlet COMMAND --help` describes each command."""
@@ -48,6 +49,12 @@ def _fuzz(argv: list[str]) -> int:
     return fuzz_main(argv)
 
 
+def _fuzz_client(argv: list[str]) -> int:
+    from fuzz.client.command import fuzz_client_main
+
+    return fuzz_client_main(argv)
+
+
 def _replay(argv: list[str]) -> int:
     from fuzz.replay import replay_main
 
@@ -66,6 +73,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "frames": _frames,
     "fuzz": _fuzz,
     "replay": _replay,
+    "fuzz-client": _fuzz_client,
     "load": _load,
 }
 

@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog="Exit status: 0 no longer fails, 1 still fails, 2 unusable file or target.")
     p.add_argument("file", help="a reproduction file written by `mcp-gauntlet fuzz`")
     p.add_argument("--target", help="replay against this target instead of the one in the file")
+    p.add_argument("--client", metavar="CMD", help="a client finding: replay against this client command instead")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="wait per answer (default 5)")
     p.add_argument("--show", action="store_true", help="print the new transcript")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
@@ -159,7 +160,12 @@ def replay_main(argv: list[str]) -> int:
         if not args.timeout > 0:
             raise ReplayUsageError("--timeout must be positive")
         doc = load_repro(Path(args.file))
-        outcome = replay_document(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote)
+        from fuzz.client.replay import is_client_repro, replay_client_document
+
+        if is_client_repro(doc):
+            outcome = replay_client_document(doc, client=args.client, timeout=args.timeout)
+        else:
+            outcome = replay_document(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote)
     except (ReplayUsageError, ValueError) as exc:
         print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
         return 2

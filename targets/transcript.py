@@ -31,6 +31,7 @@ EventKind = Literal[
     "exit",  # the process ended; status = exit status (negative: signal)
     "stderr",  # what the process wrote to stderr (tail), attached when it is reaped
     "error",  # a transport failure on our side (connection refused, broken pipe); note says which
+    "reading",  # client mode: a line the client under test printed about what it understood
 ]
 
 

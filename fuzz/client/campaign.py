@@ -1,0 +1,177 @@
+"""The client campaign: Hypothesis draws scripted servers, the client runs once per case, the
+client rules judge, failures shrink, and findings land on disk as for a server campaign.
+
+One Hypothesis test per transport. Each distinct bucket (rule, method, probe, transport) is a
+distinct exception type raised from one line, so Hypothesis shrinks every bug on its own; every
+failing execution is offered to the `FindingStore`, which keeps the smallest, so what shrinking
+reaches is what the repro file holds, even if the shrink budget runs out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+from hypothesis.control import current_build_context
+from hypothesis.core import encode_failure
+from hypothesis.database import DirectoryBasedExampleDatabase, choices_to_bytes
+
+from fuzz.client.behaviours import client_cases
+from fuzz.client.case import ClientCase
+from fuzz.client.runner import ClientCommand, run_case
+from fuzz.findings import Evidence, FindingStore, PropertyRun, strength_rank
+from fuzz.oracle.client_rules import judge_client
+from fuzz.oracle.model import Violation
+from targets.transcript import Transcript
+
+PROPERTY = "client-job"
+
+
+@dataclass(slots=True)
+class ClientCampaign:
+    command: ClientCommand
+    seed: int
+    max_examples: int = 50
+    duration: float | None = None
+    timeout: float = 20.0
+    shrink_seconds: float = 30.0
+    database: str | None = None
+
+
+@dataclass(slots=True)
+class ClientCampaignResult:
+    runs: list[PropertyRun] = field(default_factory=list)
+    examples: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+
+
+class _Failure(Exception):
+    bucket: tuple[str, str, str, str] = ("", "", "", "")
+
+
+_TYPES: dict[tuple[str, str, str, str], type[_Failure]] = {}
+
+
+def _failure_type(bucket: tuple[str, str, str, str]) -> type[_Failure]:
+    if bucket not in _TYPES:
+        name = "ClientFinding_" + "_".join(p.replace("/", "_").replace("-", "_") or "x" for p in bucket)
+        _TYPES[bucket] = type(name, (_Failure,), {"bucket": bucket})
+    return _TYPES[bucket]
+
+
+class _Budget(BaseException):  # noqa: N818 - a control-flow signal
+    """Time is up: leave Hypothesis, keeping what was found."""
+
+
+def primary(violations: list[Violation]) -> Violation:
+    """The violation a finding is filed under: the strongest, then the earliest."""
+    return min(violations, key=lambda v: (strength_rank(v.strength), v.event_index or 0))
+
+
+def evidence_for(case: ClientCase, transcript: Transcript, violations: list[Violation], *, command: ClientCommand,
+                 blob: str | None = None) -> Evidence:
+    main = primary(violations)
+    return Evidence(
+        rule=main.rule, strength=main.strength, title=main.title, method=main.method,
+        transport=command.transport, mutation=main.probe, property=PROPERTY, case=case.to_json(),
+        transcript=transcript.to_json(), violations=[v.to_json() for v in violations],
+        reproduce_blob=blob, hypothesis_version=hypothesis.__version__, target=command.template,
+    )
+
+
+def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCampaignResult:
+    from hypothesis.internal.conjecture import engine as _engine
+
+    started = time.monotonic()
+    command = config.command
+    gen_deadline = started + config.duration if config.duration is not None else float("inf")
+    hard_deadline = gen_deadline + config.shrink_seconds
+    state = {"executions": 0, "failures": 0}
+    cache: dict[bytes, tuple[type[_Failure], str] | None] = {}
+
+    def outcome(case: ClientCase) -> tuple[type[_Failure], str] | None:
+        build = current_build_context()
+        key = choices_to_bytes(build.data.choices)
+        if key in cache:
+            return cache[key]
+        now = time.monotonic()
+        if not build.is_final and (now > hard_deadline or (now > gen_deadline and not state["failures"])):
+            raise _Budget()
+        transcript = run_case(command, case, timeout=config.timeout)
+        violations = judge_client(transcript)
+        state["executions"] += 1
+        store.add_examples(1)
+        if not violations:
+            cache[key] = None
+            return None
+        state["failures"] += 1
+        blob = encode_failure(build.data.choices).decode("ascii")
+        ev = evidence_for(case, transcript, violations, command=command, blob=blob)
+        store.record(ev)
+        main = primary(violations)
+        cache[key] = (_failure_type(ev.bucket()), f"{main.strength} {main.rule}: {main.title}")
+        return cache[key]
+
+    def body(case: ClientCase) -> None:
+        failure = outcome(case)
+        if failure is not None:
+            exc_type, message = failure
+            raise exc_type(message)
+
+    test_settings = settings(
+        max_examples=config.max_examples if config.duration is None else 1_000_000,
+        database=DirectoryBasedExampleDatabase(config.database) if config.database else None,
+        deadline=None, derandomize=False, suppress_health_check=list(HealthCheck), report_multiple_bugs=True,
+        print_blob=False, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+        verbosity=Verbosity.quiet,
+    )
+    body._hypothesis_internal_add_digest = f"{PROPERTY}|{command.transport}|{command.template}".encode()  # type: ignore[attr-defined]
+    test = test_settings(given(client_cases(command.transport))(body))
+    test._hypothesis_internal_use_seed = config.seed  # type: ignore[attr-defined]  # what @seed sets
+    old_shrink = _engine.MAX_SHRINKING_SECONDS
+    _engine.MAX_SHRINKING_SECONDS = max(int(config.shrink_seconds), 1)
+    note = error = ""
+    interrupted = False
+    try:
+        test()
+    except _Budget:
+        note = "stopped at its time budget"
+    except _Failure:
+        pass
+    except KeyboardInterrupt:
+        interrupted = True
+    except BaseExceptionGroup as group:
+        others = [e for e in _flatten(group) if not isinstance(e, _Failure | _Budget)]
+        interrupted = any(isinstance(e, KeyboardInterrupt) for e in others)
+        others = [e for e in others if not isinstance(e, KeyboardInterrupt)]
+        if others:
+            error = f"{type(others[0]).__name__}: {others[0]}"
+    finally:
+        _engine.MAX_SHRINKING_SECONDS = old_shrink
+    seconds = time.monotonic() - started
+    run = PropertyRun(PROPERTY, command.transport, examples=state["executions"], seconds=seconds,
+                      note="interrupted" if interrupted else note, error=error)
+    return ClientCampaignResult(runs=[run], examples=state["executions"], seconds=seconds, interrupted=interrupted)
+
+
+def _flatten(group: BaseExceptionGroup[Any]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_flatten(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+def replay_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0) -> tuple[Transcript, list[Violation]]:
+    """Run one recorded case again and judge it as the campaign did."""
+    transcript = run_case(command, case, timeout=timeout)
+    return transcript, judge_client(transcript)
+
+
+def out_dir_default(now: float | None = None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return Path("gauntlet-out") / f"fuzz-client-{stamp}"

@@ -1,0 +1,132 @@
+"""`mcp-gauntlet fuzz-client --client "CMD with {server} or {url}"`: a client campaign.
+
+Exit status as `fuzz` (CLI.md): 0 no findings at or above --fail-on, 1 such findings, 2 usage
+error or a client that cannot run; 130 when interrupted before anything was found. The last
+stdout line is the summary `fuzz-client: N examples, F findings`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from fuzz.client.runner import ClientCommand, ClientCommandError
+
+FAIL_ON = ("must", "should", "heuristic")
+
+
+class UsageError(Exception):
+    """Bad command line; the message is one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mcp-gauntlet fuzz-client",
+                description="Play a scripted, sometimes hostile MCP 2026-07-28 server and fuzz an MCP client.",
+                epilog="Exit status: 0 no findings (at or above --fail-on), 1 findings, 2 usage error or the "
+                       "client cannot run.")
+    p.add_argument("--client", required=True, metavar="CMD",
+                   help="the client command line; {server} is replaced by the server command it must launch "
+                        "(stdio), {url} by a loopback Streamable HTTP URL served for each run")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--max-examples", type=int, default=50, metavar="N", help="client runs (default 50)")
+    budget.add_argument("--duration", type=float, metavar="SECONDS", help="a wall-time budget instead")
+    p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default ./gauntlet-out/fuzz-client-<timestamp>/)")
+    p.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS",
+                   help="how long one client run may take before it counts as hung (default 20)")
+    p.add_argument("--shrink-time", type=float, default=30.0, metavar="SECONDS",
+                   help="at most this long shrinking the failures (default 30)")
+    p.add_argument("--database", metavar="DIR", help="Hypothesis example database directory (default: none)")
+    p.add_argument("--fail-on", choices=FAIL_ON, default="should",
+                   help="the weakest finding strength that makes the exit status 1 (default should)")
+    return p
+
+
+def preflight(command: ClientCommand, *, timeout: float) -> str:
+    """One run against the plain default server: a client that cannot start, or never reaches the
+    server it was given, is a usage problem (exit 2), not a campaign of findings. Empty: usable."""
+    from fuzz.client.case import ClientCase
+    from fuzz.client.runner import run_case
+
+    try:
+        transcript = run_case(command, ClientCase(), timeout=timeout)
+    except ClientCommandError as exc:
+        return str(exc)
+    if any(e.proc > 0 and e.kind in ("recv", "noise") for e in transcript.events):
+        return ""
+    tail = next((e.raw for e in transcript.events if e.kind == "stderr" and e.raw), b"")
+    last = tail.decode("utf-8", "replace").strip().splitlines()[-1:] if tail else []
+    where = "the server command ({server})" if command.transport == "stdio" else "the URL ({url})"
+    return (f"the client never sent a frame to {where}; is the placeholder where the client takes its server?"
+            + (f" Its stderr ends: {last[0][:200]}" if last else ""))
+
+
+def fuzz_client_main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        command = ClientCommand.parse(args.client)
+        if args.max_examples is not None and args.max_examples < 1:
+            raise UsageError("--max-examples must be at least 1")
+        for name in ("duration", "timeout", "shrink_time"):
+            value = getattr(args, name)
+            if value is not None and not value > 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    except (UsageError, ClientCommandError) as exc:
+        print(f"mcp-gauntlet fuzz-client: {exc} (see --help)", file=sys.stderr)
+        return 2
+    from fuzz.client.campaign import ClientCampaign, out_dir_default, run_client_campaign
+    from fuzz.findings import FindingStore, strength_rank
+    from fuzz.reports import write_reports
+
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    out_dir = Path(args.out) if args.out else out_dir_default()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"mcp-gauntlet fuzz-client: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    problem = preflight(command, timeout=args.timeout)
+    if problem:
+        print(f"mcp-gauntlet fuzz-client: {problem}", file=sys.stderr)
+        print("fuzz-client: 0 examples, 0 findings")
+        return 2
+    store = FindingStore(out_dir, target=command.template, seed=seed)
+    print(f"fuzz-client: client {command.template} ({command.transport})")
+    print(f"fuzz-client: seed {seed}, output in {out_dir}")
+    config = ClientCampaign(command, seed=seed, max_examples=args.max_examples, duration=args.duration,
+                            timeout=args.timeout, shrink_seconds=args.shrink_time, database=args.database)
+    try:
+        result = run_client_campaign(config, store)
+    except ClientCommandError as exc:
+        print(f"mcp-gauntlet fuzz-client: {exc}", file=sys.stderr)
+        print(f"fuzz-client: {store.examples} examples, {len(store.findings)} findings")
+        return 2
+    store.interrupted = result.interrupted
+    store.write_index()
+    findings = store.findings
+    write_reports(out_dir, result.runs, findings, target=command.template, seed=seed, examples=result.examples,
+                  seconds=result.seconds, interrupted=result.interrupted)
+    for run in result.runs:
+        status = run.error and f"harness error: {run.error}" or run.note
+        print(f"  {run.property}[{run.transport}] {run.examples} examples {run.seconds:.1f} s"
+              + (f"  {status}" if status else ""))
+    for f in findings:
+        print(f"  finding {f.id}: {f.strength} {f.rule} {f.title} [{f.method or '-'}, {f.transport}"
+              f"{', ' + f.mutation if f.mutation else ''}] x{f.count} -> {f.repro}")
+    print(f"fuzz-client: {result.examples} examples, {len(findings)} findings")
+    threshold = strength_rank(args.fail_on.upper())
+    if any(strength_rank(f.strength) <= threshold for f in findings):
+        return 1
+    if result.interrupted:
+        return 130
+    if result.runs and result.runs[0].error and result.examples == 0:
+        return 2
+    return 0

@@ -1,0 +1,40 @@
+"""Replaying a client reproduction: the recorded case, served again to the client command.
+
+`mcp-gauntlet replay FILE` hands a file whose case says `"mode": "client"` here. The client is
+the one recorded in the file unless `--client` names another (the target of a client finding is
+its client command). Judged by the same client rules, so "still fails" means what "failed" meant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fuzz.client.case import ClientCase
+from fuzz.client.runner import ClientCommand, ClientCommandError
+
+
+def is_client_repro(doc: dict[str, Any]) -> bool:
+    return isinstance(doc.get("case"), dict) and doc["case"].get("mode") == "client"
+
+
+def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: float) -> Any:
+    """Play and judge one client reproduction; raises fuzz.replay.ReplayUsageError when it cannot."""
+    from fuzz.client.campaign import replay_case
+    from fuzz.replay import ReplayOutcome, ReplayUsageError
+
+    template = client or doc.get("target")
+    if not isinstance(template, str) or not template:
+        raise ReplayUsageError("the file names no client command; pass --client")
+    try:
+        command = ClientCommand.parse(template)
+        case = ClientCase.from_json(doc["case"])
+    except (ClientCommandError, KeyError, TypeError, ValueError) as exc:
+        raise ReplayUsageError(f"the file's client case cannot be used: {exc}") from None
+    try:
+        transcript, violations = replay_case(command, case, timeout=max(timeout, 20.0))
+    except ClientCommandError as exc:
+        raise ReplayUsageError(str(exc)) from None
+    if not any(e.proc > 0 for e in transcript.events):
+        raise ReplayUsageError(f"the client {command.template!r} could not run: it never started its server")
+    return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), command.template, violations,
+                         transcript)

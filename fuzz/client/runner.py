@@ -1,0 +1,170 @@
+"""One client run per case: start the client under test against the scripted server, record it.
+
+The client command is a template with `{server}` (stdio: replaced by the stub's command line,
+which the client launches itself) or `{url}` (a fresh loopback Streamable HTTP instance served
+by the harness for this run). The client runs in its own process group, which is killed on
+every exit path, so a client that leaves its server running leaves nothing behind.
+
+The transcript of a run, in the vocabulary of `targets.transcript` seen from the harness: `send`
+is a frame the scripted server wrote (`ref` = the client frame it answers, `note` = "reply" or
+"hostile:<probe>"), `recv` a frame the client wrote (`noise` when it was not JSON), `reading` a
+JSON line the client printed about what it understood; proc 0 is the client, proc k >= 1 the
+k-th server process it started (stdio) or the HTTP instance (1).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from fuzz.client.case import ClientCase
+from targets.transcript import Event, Transcript
+
+STDERR_TAIL = 4000
+
+
+class ClientCommandError(ValueError):
+    """A client command template that cannot be run; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCommand:
+    template: str
+    transport: str  # "stdio" ({server}) or "http" ({url})
+
+    @classmethod
+    def parse(cls, template: str) -> ClientCommand:
+        try:
+            tokens = shlex.split(template)
+        except ValueError as exc:
+            raise ClientCommandError(f"--client cannot be parsed: {exc}") from None
+        has_server = any("{server}" in t for t in tokens)
+        has_url = any("{url}" in t for t in tokens)
+        if not tokens:
+            raise ClientCommandError("--client is empty")
+        if has_server == has_url:
+            raise ClientCommandError("--client must contain exactly one of {server} (stdio) and {url} (HTTP)")
+        return cls(template, "stdio" if has_server else "http")
+
+    def argv(self, *, server: list[str] | None = None, url: str | None = None) -> list[str]:
+        out: list[str] = []
+        for tok in shlex.split(self.template):
+            if tok == "{server}" and server is not None:
+                out.extend(server)
+            elif "{server}" in tok and server is not None:
+                out.append(tok.replace("{server}", shlex.join(server)))
+            elif url is not None:
+                out.append(tok.replace("{url}", url))
+            else:
+                out.append(tok)
+        return out
+
+
+def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0) -> Transcript:
+    """Run the client once against `case`; the whole exchange as one transcript."""
+    if command.transport == "http":
+        from fuzz.client.http_server import serve_case
+
+        with serve_case(case) as served:
+            transcript = _run_client(command.argv(url=served.url), timeout=timeout, transport="http",
+                                     template=command.template, server_events=served.events)
+        return transcript
+    with tempfile.TemporaryDirectory(prefix="gauntlet-client-") as tmp:
+        d = Path(tmp)
+        (d / "case.json").write_bytes(orjson.dumps(case.to_json()))
+        server = [sys.executable, "-m", "fuzz.client.stub", str(d / "case.json"), str(d)]
+        return _run_client(command.argv(server=server), timeout=timeout, transport="stdio",
+                           template=command.template, log_dir=d)
+
+
+def _run_client(argv: list[str], *, timeout: float, transport: str, template: str,
+                log_dir: Path | None = None, server_events: Any = None) -> Transcript:
+    started = time.monotonic()
+    client: list[Event] = [Event("spawn", started, proc=0, note=shlex.join(argv))]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except OSError as exc:
+        raise ClientCommandError(f"cannot start the client {argv[0]!r}: {exc.strerror or exc}") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        ended = time.monotonic()
+        status: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        out, err = proc.communicate()
+        ended = time.monotonic()
+        client.append(Event("timeout", ended, proc=0, note=f"the client did not finish within {timeout:g}s"))
+        status = proc.returncode
+    finally:
+        _kill_group(proc.pid)  # the server processes it started, if it left them running
+    for line in out.splitlines():
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            client.append(Event("reading", ended, proc=0, message=value))
+        elif line.strip():
+            client.append(Event("noise", ended, proc=0, raw=line[:400]))
+    client.append(Event("exit", ended, proc=0, status=status,
+                        note="exited by itself" if status is not None and status >= 0 else "killed"))
+    if err:
+        client.append(Event("stderr", ended, proc=0, raw=err[-STDERR_TAIL:]))
+    if log_dir is not None:
+        server_rows = _read_logs(log_dir)
+    else:
+        server_rows = list(server_events or [])
+    return _merge(template, transport, started, client, server_rows)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_logs(log_dir: Path) -> list[tuple[Event, int]]:
+    rows: list[tuple[Event, int]] = []
+    for path in sorted(log_dir.glob("proc-*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            try:
+                data = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line cut short by a kill
+            rows.append((Event.from_json(data), int(data.get("seq", 0))))
+    return rows
+
+
+def _merge(template: str, transport: str, started: float, client: list[Event],
+           server_rows: list[tuple[Event, int]]) -> Transcript:
+    """One timeline: the client's events and every server process's, by time; each reply's `ref`
+    (a per-process sequence number in the logs) becomes the index of the frame it answers."""
+    rows: list[tuple[float, int, int, Event, int | None]] = []
+    for order, ev in enumerate(client):
+        rows.append((ev.t, 1 if ev.kind in ("reading", "noise", "exit", "stderr", "timeout") else 0, order, ev, None))
+    for order, (ev, seq) in enumerate(server_rows):
+        rows.append((ev.t, 0, order, ev, seq))
+    rows.sort(key=lambda r: (r[1], r[0], r[3].proc, r[4] if r[4] is not None else r[2]))
+    transcript = Transcript(template, transport)  # type: ignore[arg-type]
+    index_of: dict[tuple[int, int], int] = {}
+    for _, _, _, ev, seq in rows:
+        ev.t = max(0.0, ev.t - started)
+        if seq is not None:
+            index_of[(ev.proc, seq)] = len(transcript.events)
+        transcript.events.append(ev)
+    for ev in transcript.events:
+        if ev.kind in ("send", "http") and ev.ref is not None and ev.proc > 0:
+            ev.ref = index_of.get((ev.proc, ev.ref))
+    return transcript
