@@ -38,6 +38,10 @@ from targets.transcript import Transcript
 READ_CHUNK: Final = 1024 * 1024
 OVERSIZE_HEAD: Final = 256
 DEFAULT_CLOSE_GRACE: Final = 1.0
+# Non-JSON stdout lines recorded per process; past these, lines are counted and reported once
+# (a server printing noise in a loop must cost a counter, not one event per line).
+NOISE_EVENT_CAP: Final = 64
+NOISE_BYTE_CAP: Final = 256 * 1024
 _POLL_IN: Final = select.POLLIN | select.POLLHUP | select.POLLERR
 _POLL_OUT: Final = select.POLLOUT | select.POLLERR | select.POLLHUP
 
@@ -81,6 +85,10 @@ class StdioConnection(Connection):
         self._discard_head = b""
         self._eof = False
         self._closed = False
+        self._noise_events = 0
+        self._noise_bytes = 0
+        self._noise_dropped = 0
+        self._noise_dropped_bytes = 0
         # A shared connection (Target.connect(fresh=False)) outlives each user: close() only
         # detaches, and terminate() really ends it.
         self.shared = False
@@ -293,9 +301,15 @@ class StdioConnection(Connection):
         try:
             message = wire.parse_line(line)
         except wire.DecodeError as exc:
+            if self._noise_events >= NOISE_EVENT_CAP or self._noise_bytes >= NOISE_BYTE_CAP:
+                self._noise_dropped += 1
+                self._noise_dropped_bytes += len(line) + 1
+                return
             reason = "empty line" if not line.strip() else exc.reason
             if len(line) > NOISE_KEEP_BYTES:
                 reason += f" ({len(line)} bytes, first {NOISE_KEEP_BYTES} kept)"
+            self._noise_events += 1
+            self._noise_bytes += min(len(line), NOISE_KEEP_BYTES)
             self._record("noise", proc=self.proc, raw=line[:NOISE_KEEP_BYTES], note=_join(reason, note))
             return
         self._record("recv", proc=self.proc, message=message, raw=line, note=note)
@@ -312,7 +326,18 @@ class StdioConnection(Connection):
             line = bytes(self._buf)
             self._buf.clear()
             self._on_line(line, note="unterminated line at EOF")
+        self._report_dropped_noise()
         self._record("closed", proc=self.proc, note="stdout closed")
+
+    def _report_dropped_noise(self) -> None:
+        """Once per process: how much non-JSON output went past the cap unrecorded."""
+        if self._noise_dropped:
+            self._record(
+                "noise", proc=self.proc, raw=b"",
+                note=f"{self._noise_dropped} more non-JSON lines ({self._noise_dropped_bytes} bytes) not recorded: "
+                f"cap of {NOISE_EVENT_CAP} noise events per process reached",
+            )
+            self._noise_dropped = self._noise_dropped_bytes = 0
 
     # --- state and ending ---
 
@@ -357,6 +382,7 @@ class StdioConnection(Connection):
         finally:
             if not self.process.reaped:
                 self.process.reap(grace=0.0, term_grace=0.2)
+            self._report_dropped_noise()
             status = self.process.exit_status()
             ended = _ended_note(self.process.ended_by, exited_before, self.close_grace)
             self._record("exit", proc=self.proc, status=status, note=ended)
