@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from targets import validate
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
 PROPERTY_NAMES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
@@ -115,12 +116,19 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("--duration must be a positive number of seconds")
     if args.workers < 1 or args.workers > 64:
         raise UsageError("--workers must be between 1 and 64")
-    if not args.timeout > 0:
-        raise UsageError("--timeout must be positive")
-    if args.shrink_time < 0:
-        raise UsageError("--shrink-time must not be negative")
     if args.no_database and args.database:
         raise UsageError("--database and --no-database exclude each other")
+    try:  # finite, in range, writable, loopback: the shared checks of every command (targets/validate.py)
+        validate.seconds(args.timeout, "--timeout")
+        validate.seconds(args.duration, "--duration")
+        validate.seconds(args.shrink_time, "--shrink-time", zero_ok=True)
+        validate.database_url(args.database, allow_remote=args.allow_remote)
+        if args.out:
+            validate.writable_dir(args.out, "--out")
+        if args.write_regressions:
+            validate.writable_dir(args.write_regressions, "--write-regressions")
+    except validate.InputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _default_out() -> Path:

@@ -14,7 +14,6 @@ Files written under the campaign's out directory (the format is a promise, see C
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import re
@@ -25,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from targets import validate
+from targets.bounded_read import read_bounded
 from targets.wire import MODERN_VERSION
 
 REPRO_FORMAT = "mcp-gauntlet/repro-1"
@@ -250,9 +251,7 @@ def load_repro(path: Path) -> dict[str, Any]:
     frame is a 40 MB file, mostly one repeated byte); raises ValueError with a one-line reason
     when it is not one."""
     try:
-        raw = path.read_bytes()
-        if path.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
+        raw = read_bounded(path)  # size-capped, and so is what a .gz inflates to
         data = orjson.loads(raw)
     except OSError as exc:  # gzip.BadGzipFile and EOFError are OSError / below
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -260,9 +259,7 @@ def load_repro(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is a truncated gzip file") from None
     except orjson.JSONDecodeError:
         raise ValueError(f"{path} is not JSON") from None
-    if not isinstance(data, dict) or not isinstance(data.get("transcript"), dict):
-        raise ValueError(f"{path} is not an mcp-gauntlet reproduction file (no transcript)")
-    return data
+    return validate.repro_document(data, str(path))  # mistyped fields: one line, not a traceback later
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from load import gates as gates_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
-from targets import wire
+from targets import validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, parse_target, reference_command
@@ -218,8 +218,13 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
         raise UsageError("--processes must be at least 1")
     if args.spawn_rate is not None and args.spawn_rate <= 0:
         raise UsageError("--spawn-rate must be positive")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    try:  # shared checks (targets/validate.py): finite and in range, writable before the run
+        validate.seconds(args.timeout, "--timeout")
+        validate.seconds(args.spawn_rate, "--spawn-rate", maximum=1e6)
+        if args.out:
+            validate.writable_dir(args.out, "--out")
+    except validate.InputError as exc:
+        raise UsageError(str(exc)) from None
     run_s = parse_duration(args.run_time)
     try:
         parse_mix(args.mix)

@@ -7,6 +7,7 @@ import sqlite3
 import sys
 from typing import NoReturn
 
+from targets import validate
 from targets.mutants import UnknownBugError, list_lines, parse_bugs
 from targets.reference.store import default_db_path
 
@@ -49,8 +50,10 @@ def serve_main(argv: list[str]) -> int:
     if not 0 <= args.port <= 65535:
         print("mcp-gauntlet serve: error: --port must be 0..65535", file=sys.stderr)
         return 2
-    if args.state_ttl <= 0:
-        print("mcp-gauntlet serve: error: --state-ttl must be positive", file=sys.stderr)
+    try:
+        validate.seconds(args.state_ttl, "--state-ttl")
+    except validate.InputError as exc:
+        print(f"mcp-gauntlet serve: error: {exc}", file=sys.stderr)
         return 2
     from targets.reference.core import build_core
 
