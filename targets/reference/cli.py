@@ -33,6 +33,8 @@ def _parser() -> _Parser:
     parser.add_argument("--list-bugs", action="store_true", help="print each bug name and its rule ids")
     parser.add_argument("--state-ttl", type=float, default=600.0, metavar="SECONDS",
                         help="lifetime of a requestState (default 600)")
+    parser.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="HTTP: time from a request's first byte to the end of its headers (default 10)")
     return parser
 
 
@@ -52,6 +54,7 @@ def serve_main(argv: list[str]) -> int:
         return 2
     try:
         validate.seconds(args.state_ttl, "--state-ttl")
+        validate.seconds(args.header_timeout, "--header-timeout")
     except validate.InputError as exc:
         print(f"mcp-gauntlet serve: error: {exc}", file=sys.stderr)
         return 2
@@ -70,7 +73,7 @@ def serve_main(argv: list[str]) -> int:
     from targets.reference.http_server import serve_http
 
     try:
-        return serve_http(core, args.host, args.port)
+        return serve_http(core, args.host, args.port, header_timeout=args.header_timeout)
     except OSError as exc:
         print(f"mcp-gauntlet serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
