@@ -208,13 +208,20 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
     finally:
         progress.close()
     findings = store.findings
-    write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
-                  seconds=result.seconds, interrupted=result.interrupted, notes=result.notes)
-    if args.write_regressions and findings:
-        from fuzz.regression import write_regressions
+    try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
+        write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
+                      seconds=result.seconds, interrupted=result.interrupted, notes=result.notes)
+        if args.write_regressions and findings:
+            from fuzz.regression import write_regressions
 
-        written = write_regressions(out_dir, Path(args.write_regressions))
-        print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
+            written = write_regressions(out_dir, Path(args.write_regressions))
+            print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
+    except OSError as exc:
+        store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
+    if store.write_error:
+        print(f"mcp-gauntlet fuzz: {store.write_error}", file=sys.stderr)
+        print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")
+        return 2
     _print_summary(result, findings)
     errors = [r for r in result.runs if r.error]
     print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")

@@ -117,8 +117,12 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write via a temporary file and rename, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk must leave the old file and no .tmp behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[str, Any]:
@@ -165,6 +169,9 @@ class FindingStore:
         self.interrupted = False
         self._findings: dict[tuple[str, str, str, str], Finding] = {}
         self._lock = threading.Lock()
+        # The first failed write (a full disk): the campaign goes on, what is on disk stays valid
+        # (every write is atomic), and the command ends with this as its one line and exit 2.
+        self.write_error = ""
         (out_dir / "repro").mkdir(parents=True, exist_ok=True)
         self.write_index()
 
@@ -237,13 +244,17 @@ class FindingStore:
         }
 
     def _write_index_locked(self) -> None:
-        atomic_write(
-            self.out_dir / "findings.json", orjson.dumps(self.index_document(), option=orjson.OPT_INDENT_2)
-        )
+        self._write(self.out_dir / "findings.json", orjson.dumps(self.index_document(), option=orjson.OPT_INDENT_2))
 
     def _write_repro(self, finding: Finding) -> None:
         doc = repro_document(finding, target=self.target, seed=self.seed)
-        atomic_write(self.out_dir / finding.repro, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        self._write(self.out_dir / finding.repro, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+    def _write(self, path: Path, data: bytes) -> None:
+        try:
+            atomic_write(path, data)
+        except OSError as exc:
+            self.write_error = self.write_error or f"cannot write {path}: {exc.strerror or exc}"
 
 
 def load_repro(path: Path) -> dict[str, Any]:
