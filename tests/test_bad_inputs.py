@@ -203,3 +203,35 @@ def test_a_written_repro_file_passes_the_shape_check(tmp_path: Path) -> None:
                {"kind": "recv", "t": 0.2, "proc": 0, "raw_b64": "AA==", "status": 200, "headers": {"a": "b"},
                 "ref": 0, "note": "n"}]}}
     assert repro_document(doc, "x.json") is doc
+
+
+# --- a full disk mid-campaign ---
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    where = tmp_path / "tiny"
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(where)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def test_a_full_disk_mid_campaign_is_one_line_and_exit_2_with_valid_files(tiny_disk: Path, tmp_path: Path) -> None:
+    target = (f"stdio:{PY} -m targets.reference --transport stdio --db {tmp_path / 's.sqlite3'} "
+              "--bug missing-result-type")
+    out = tiny_disk / "out"
+    proc = run("fuzz", "--target", target, "--max-examples", "10", "--seed", "2", "--out", str(out),
+               "--no-database", "--progress", "never", "--properties", "valid", timeout=240)
+    assert_one_line_exit_2(proc, "No space left on device")
+    assert proc.stdout.strip().splitlines()[-1].startswith("fuzz: ")  # the promised summary line
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert not [p for p in files if p.name.endswith(".tmp")]
+    assert (out / "findings.json") in files
+    for path in files:
+        if path.suffix == ".json":
+            orjson.loads(path.read_bytes())  # every file that exists is whole
