@@ -205,6 +205,7 @@ def spawn(
     pipes: bool = True,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ManagedProcess:
     """Start `argv` in a new session; stdin/stdout are pipes when `pipes`, else stdin is /dev/null
     and stdout joins stderr in the stderr ring. Raises SpawnError (one line) when it cannot start.
@@ -232,6 +233,7 @@ def spawn(
                 close_fds=True,
                 env=child_env,
                 cwd=cwd,
+                pass_fds=tuple(pass_fds),
                 preexec_fn=ownership.die_with_parent_preexec(os.getpid()),
             )
         )
@@ -246,7 +248,11 @@ def spawn(
         raise SpawnError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     finally:
         os.close(err_w)
-    proc = ManagedProcess(argv, popen, capture(err_r), tag)
+    return register(ManagedProcess(argv, popen, capture(err_r), tag))
+
+
+def register(proc: ManagedProcess) -> ManagedProcess:
+    """Put `proc` in the registry of live groups that the exit and signal hooks reap."""
     with _REGISTRY_LOCK:
         _LIVE[proc.pid] = proc
     return proc

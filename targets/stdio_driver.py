@@ -31,7 +31,8 @@ from targets.connection import (
     frame_bytes_and_message,
     next_proc,
 )
-from targets.processes import ManagedProcess, spawn
+from targets.fork_server import ForkServer, start_fork_server
+from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
 from targets.transcript import Transcript
 
@@ -447,6 +448,7 @@ class StdioPool:
         line_cap: int = DEFAULT_LINE_CAP,
         close_grace: float = DEFAULT_CLOSE_GRACE,
         env: Mapping[str, str] | None = None,
+        fork_server: bool = True,
     ) -> None:
         self.argv = list(spec.argv if isinstance(spec, TargetSpec) else spec)
         if isinstance(spec, TargetSpec) and spec.kind != "stdio":
@@ -459,13 +461,36 @@ class StdioPool:
         self._spares: deque[ManagedProcess] = deque()
         self._closed = False
         self.taken = 0
+        # A Python target's fresh processes come from a fork server (targets/fork_server.py),
+        # started on first need; `fork_note` says why not when it was wanted but refused.
+        self._want_fork = fork_server
+        self._forker: ForkServer | None = None
+        self.fork_note = ""
+
+    def _spawn(self) -> ManagedProcess:
+        if self._want_fork:
+            self._want_fork = False
+            self._forker, self.fork_note = start_fork_server(self.argv, self.env)
+        if self._forker is not None:
+            try:
+                return self._forker.spawn()
+            except SpawnError as exc:
+                self.fork_note = f"fork server off, spawning each process: {exc}"
+                forker, self._forker = self._forker, None
+                forker.close()
+        return spawn(self.argv, env=self.env)
+
+    @property
+    def forking(self) -> bool:
+        """Whether fresh processes are forked from a zygote (False before the first spawn)."""
+        return self._forker is not None
 
     def take(self, transcript: Transcript, *, refill: bool = True) -> StdioConnection:
         """A connection to a fresh process; raises SpawnError when the command cannot start.
         `refill=False` when this is the last one needed (no spare is started behind it)."""
         if self._closed:
             raise RuntimeError("StdioPool is closed")
-        process = self._spares.popleft() if self._spares else spawn(self.argv, env=self.env)
+        process = self._spares.popleft() if self._spares else self._spawn()
         self.taken += 1
         conn = StdioConnection(
             transcript, process, timeout=self.timeout, line_cap=self.line_cap, close_grace=self.close_grace
@@ -478,7 +503,7 @@ class StdioPool:
         """Start spares until there are `size` of them (a failed start is left for `take` to report)."""
         while not self._closed and len(self._spares) < self.size:
             try:
-                self._spares.append(spawn(self.argv, env=self.env))
+                self._spares.append(self._spawn())
             except Exception:
                 return
 
@@ -489,6 +514,9 @@ class StdioPool:
             process.reap(grace=0.5, term_grace=0.5)
             process.close_log()
             process.close_pipes()
+        if self._forker is not None:
+            self._forker.close()
+            self._forker = None
 
     def __enter__(self) -> StdioPool:
         self.fill()
