@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from targets import validate
+from targets import fork_server, validate
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
 PROPERTY_NAMES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
+    p.add_argument("--no-fork-server", action="store_true",
+                   help="start every fresh process of a Python stdio target by plain spawning (default: fork it "
+                        "from a process that imported the server's dependencies once)")
     p.add_argument("--list-properties", action="store_true", help="print each property and what it checks")
     return p
 
@@ -151,6 +154,8 @@ def fuzz_main(argv: list[str]) -> int:
     except TargetError as exc:
         print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
         return 2
+    if args.no_fork_server:  # an environment variable, so that --workers processes see it too
+        os.environ[fork_server.DISABLE_VAR] = "1"
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _sigterm)
     try:
