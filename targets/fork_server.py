@@ -87,6 +87,8 @@ def child(fds, tag):
             os.close(fd)
     ctl.close()
     os.environ["MCP_GAUNTLET_OWNER"] = tag
+    if "random" in sys.modules:  # a fresh process draws its own seed; a fork would repeat the zygote's
+        sys.modules["random"].seed()
     import ctypes
     # Wait to be re-parented to the harness (the middle process exits), then die with it.
     while os.getppid() != harness:
