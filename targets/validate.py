@@ -98,10 +98,10 @@ def repro_document(doc: Any, name: str) -> dict[str, Any]:
     """`doc` when it has the shape of a reproduction file, else InputError naming the first bad field."""
     if not isinstance(doc, dict):
         raise InputError(f"{name} is not an mcp-gauntlet reproduction file (not a JSON object)")
-    _typed(doc, _DOC_FIELDS, name)
     transcript = doc.get("transcript")
     if not isinstance(transcript, dict):
         raise InputError(f"{name} is not an mcp-gauntlet reproduction file (no transcript)")
+    _typed(doc, _DOC_FIELDS, name)
     if not isinstance(transcript.get("target"), str) or transcript.get("transport") not in ("stdio", "http"):
         raise InputError(f"{name}: transcript.target must be a string and transcript.transport stdio or http")
     events = transcript.get("events", [])
