@@ -180,13 +180,32 @@ def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s:
         cmd += ["--mcp-log-level", args.log_level]
     if args.processes > 1:
         port = free_ports(1)[0]
-        cmd += ["--processes", str(args.processes), "--master-bind-port", str(port), "--master-port", str(port),
+        # Loopback only: Locust's master would otherwise listen on every interface.
+        cmd += ["--processes", str(args.processes), "--master-bind-host", "127.0.0.1", "--master-host", "127.0.0.1",
+                "--master-bind-port", str(port), "--master-port", str(port),
                 "--expect-workers-max-wait", "30"]
     return cmd
 
 
 def _run_locust(cmd: list[str], log_path: Path, deadline_s: float) -> int | None:
-    """Run Locust in its own process group; None when it had to be killed at the deadline."""
+    """Run Locust in its own process group; None when it had to be killed at the deadline.
+    SIGTERM of `load` ends Locust's group too (the `finally` below), instead of leaving it to
+    hammer a port whose server is gone."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread (load_main called from a test's thread)
+        return _wait_locust(cmd, log_path, deadline_s)
+    try:
+        return _wait_locust(cmd, log_path, deadline_s)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _wait_locust(cmd: list[str], log_path: Path, deadline_s: float) -> int | None:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)

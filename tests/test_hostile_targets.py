@@ -259,3 +259,32 @@ def test_peak_memory_of_a_300_example_campaign_against_a_correct_stdio_server(tm
     )
     assert status == 0, out + err
     assert rss < RSS_BOUND_MB, f"peak RSS {rss:.0f} MB"
+
+
+def test_sigterm_of_load_stops_locust_and_the_servers(tmp_path: Path) -> None:
+    env, tag = tagged_env()
+    out = tmp_path / "load"
+    load = subprocess.Popen([PY, "-m", "load", "--run-time", "60s", "--users", "2", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env,
+                            preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 60
+        locust_running = False
+        while time.monotonic() < deadline and load.poll() is None and not locust_running:
+            time.sleep(0.2)
+            locust_running = any("locust" in " ".join(_cmdline(p)) for p in tagged_processes(tag, var=TAG_VAR))
+        assert locust_running, "Locust never started"
+        load.send_signal(signal.SIGTERM)
+        load.communicate(timeout=30)
+        assert not wait_untagged(tag), "SIGTERM of load left processes running"
+    finally:
+        if load.poll() is None:
+            load.kill()
+            load.communicate()
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return []
