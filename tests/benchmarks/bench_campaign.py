@@ -40,7 +40,7 @@ def bare_loop(argv: list[str], n: int) -> float:
     """Examples per second of spawn -> one request -> reply -> end, n times, one at a time."""
     started = time.monotonic()
     for i in range(n):
-        conn = start_stdio(Transcript("bare", "stdio"), argv, timeout=10.0)
+        conn = start_stdio(Transcript("bare", "stdio"), argv, timeout=60.0)
         try:
             reply = conn.request(wire.build_request(i, "server/discover"))
             if reply is None:
@@ -57,9 +57,9 @@ def campaign(target: str, n: int, out: Path, *, fork: bool) -> tuple[float, int,
     else:
         os.environ[fork_server.DISABLE_VAR] = "1"
     spec = parse_target(target)
-    prepared = prepare_target(spec, timeout=5.0)
+    prepared = prepare_target(spec, timeout=20.0)  # start-up on a busy machine
     store = FindingStore(out, target=spec.text, seed=1)
-    endpoint = open_endpoint(spec, timeout=5.0)
+    endpoint = open_endpoint(spec, timeout=20.0)
     prop = all_properties()["history"]
     job = Job("history", spec.transport, spec.text, n, None, 10.0, 1)
     try:
@@ -67,9 +67,9 @@ def campaign(target: str, n: int, out: Path, *, fork: bool) -> tuple[float, int,
         warm = Job("history", spec.transport, spec.text, 2, None, 1.0, 2)
         run_job(warm, prop, endpoint, prepared.context(), StoreSink(FindingStore(out / "warmup", target=spec.text,
                                                                              seed=2), None),
-                database=None, timeout=5.0)
+                database=None, timeout=20.0)
         started = time.monotonic()
-        run = run_job(job, prop, endpoint, prepared.context(), StoreSink(store, None), database=None, timeout=5.0)
+        run = run_job(job, prop, endpoint, prepared.context(), StoreSink(store, None), database=None, timeout=20.0)
         took = time.monotonic() - started
     finally:
         endpoint.close()
