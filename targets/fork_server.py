@@ -222,7 +222,7 @@ class ForkServer:
         try:
             self._zygote: ManagedProcess = spawn(
                 [argv[0], "-c", ZYGOTE, str(theirs.fileno()), kind, what, *args], env=env,
-                pass_fds=(theirs.fileno(),),
+                pass_fds=(theirs.fileno(),), pipes=False,  # what imports print goes to the stderr ring
             )
         finally:
             theirs.close()
