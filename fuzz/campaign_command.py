@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from targets import fork_server, validate
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
 PROPERTY_NAMES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
@@ -68,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
+    p.add_argument("--no-fork-server", action="store_true",
+                   help="start every fresh process of a Python stdio target by plain spawning (default: fork it "
+                        "from a process that imported the server's dependencies once)")
     p.add_argument("--list-properties", action="store_true", help="print each property and what it checks")
     return p
 
@@ -115,12 +119,19 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("--duration must be a positive number of seconds")
     if args.workers < 1 or args.workers > 64:
         raise UsageError("--workers must be between 1 and 64")
-    if not args.timeout > 0:
-        raise UsageError("--timeout must be positive")
-    if args.shrink_time < 0:
-        raise UsageError("--shrink-time must not be negative")
     if args.no_database and args.database:
         raise UsageError("--database and --no-database exclude each other")
+    try:  # finite, in range, writable, loopback: the shared checks of every command (targets/validate.py)
+        validate.seconds(args.timeout, "--timeout")
+        validate.seconds(args.duration, "--duration")
+        validate.seconds(args.shrink_time, "--shrink-time", zero_ok=True)
+        validate.database_url(args.database, allow_remote=args.allow_remote)
+        if args.out:
+            validate.writable_dir(args.out, "--out")
+        if args.write_regressions:
+            validate.writable_dir(args.write_regressions, "--write-regressions")
+    except validate.InputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _default_out() -> Path:
@@ -143,6 +154,8 @@ def fuzz_main(argv: list[str]) -> int:
     except TargetError as exc:
         print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
         return 2
+    if args.no_fork_server:  # an environment variable, so that --workers processes see it too
+        os.environ[fork_server.DISABLE_VAR] = "1"
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _sigterm)
     try:
@@ -200,13 +213,20 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
     finally:
         progress.close()
     findings = store.findings
-    write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
-                  seconds=result.seconds, interrupted=result.interrupted, notes=result.notes)
-    if args.write_regressions and findings:
-        from fuzz.regression import write_regressions
+    try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
+        write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
+                      seconds=result.seconds, interrupted=result.interrupted, notes=result.notes)
+        if args.write_regressions and findings:
+            from fuzz.regression import write_regressions
 
-        written = write_regressions(out_dir, Path(args.write_regressions))
-        print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
+            written = write_regressions(out_dir, Path(args.write_regressions))
+            print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
+    except OSError as exc:
+        store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
+    if store.write_error:
+        print(f"mcp-gauntlet fuzz: {store.write_error}", file=sys.stderr)
+        print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")
+        return 2
     _print_summary(result, findings)
     errors = [r for r in result.runs if r.error]
     print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")

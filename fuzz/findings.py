@@ -14,7 +14,6 @@ Files written under the campaign's out directory (the format is a promise, see C
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import re
@@ -25,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from targets import validate
+from targets.bounded_read import read_bounded
 from targets.wire import MODERN_VERSION
 
 REPRO_FORMAT = "mcp-gauntlet/repro-1"
@@ -116,8 +117,12 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write via a temporary file and rename, so a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk must leave the old file and no .tmp behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[str, Any]:
@@ -164,6 +169,9 @@ class FindingStore:
         self.interrupted = False
         self._findings: dict[tuple[str, str, str, str], Finding] = {}
         self._lock = threading.Lock()
+        # The first failed write (a full disk): the campaign goes on, what is on disk stays valid
+        # (every write is atomic), and the command ends with this as its one line and exit 2.
+        self.write_error = ""
         (out_dir / "repro").mkdir(parents=True, exist_ok=True)
         self.write_index()
 
@@ -236,13 +244,17 @@ class FindingStore:
         }
 
     def _write_index_locked(self) -> None:
-        atomic_write(
-            self.out_dir / "findings.json", orjson.dumps(self.index_document(), option=orjson.OPT_INDENT_2)
-        )
+        self._write(self.out_dir / "findings.json", orjson.dumps(self.index_document(), option=orjson.OPT_INDENT_2))
 
     def _write_repro(self, finding: Finding) -> None:
         doc = repro_document(finding, target=self.target, seed=self.seed)
-        atomic_write(self.out_dir / finding.repro, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        self._write(self.out_dir / finding.repro, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+
+    def _write(self, path: Path, data: bytes) -> None:
+        try:
+            atomic_write(path, data)
+        except OSError as exc:
+            self.write_error = self.write_error or f"cannot write {path}: {exc.strerror or exc}"
 
 
 def load_repro(path: Path) -> dict[str, Any]:
@@ -250,9 +262,7 @@ def load_repro(path: Path) -> dict[str, Any]:
     frame is a 40 MB file, mostly one repeated byte); raises ValueError with a one-line reason
     when it is not one."""
     try:
-        raw = path.read_bytes()
-        if path.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
+        raw = read_bounded(path)  # size-capped, and so is what a .gz inflates to
         data = orjson.loads(raw)
     except OSError as exc:  # gzip.BadGzipFile and EOFError are OSError / below
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -260,9 +270,7 @@ def load_repro(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is a truncated gzip file") from None
     except orjson.JSONDecodeError:
         raise ValueError(f"{path} is not JSON") from None
-    if not isinstance(data, dict) or not isinstance(data.get("transcript"), dict):
-        raise ValueError(f"{path} is not an mcp-gauntlet reproduction file (no transcript)")
-    return data
+    return validate.repro_document(data, str(path))  # mistyped fields: one line, not a traceback later
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ import orjson
 
 from fuzz.oracle.model import Violation
 from fuzz.properties.case import Case, Step
+from targets import validate
 from targets.transcript import Transcript
 
 
@@ -157,8 +158,7 @@ def replay_main(argv: list[str]) -> int:
 
     try:
         args = build_parser().parse_args(argv)
-        if not args.timeout > 0:
-            raise ReplayUsageError("--timeout must be positive")
+        validate.seconds(args.timeout, "--timeout")  # an InputError is a ValueError: one line below
         doc = load_repro(Path(args.file))
         from fuzz.client.replay import is_client_repro, replay_client_document
 

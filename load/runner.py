@@ -38,6 +38,7 @@ from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
 from targets import wire
+from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, parse_target, reference_command
 
@@ -161,13 +162,13 @@ def discover_ok(url: str, timeout: float) -> str | None:
     """None when `url` answers server/discover with a result; otherwise why it is unusable."""
     parts = urlsplit(url)
     msg = wire.build_request("load-preflight", "server/discover", capabilities=CAPABILITIES)
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    conn = deadline_connection(parts.scheme, parts.hostname or "127.0.0.1", port, time.monotonic() + timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         conn.request("POST", path, body=wire.dumps(msg), headers=wire.http_headers(msg))
         resp = conn.getresponse()
-        body = resp.read()
+        body = read_capped(resp)  # bounded in bytes and, through the connection, in time
         messages = wire.response_messages(resp.getheader("content-type"), body)
     except (OSError, http.client.HTTPException) as exc:
         return f"{url}: {type(exc).__name__}: {exc}"

@@ -21,6 +21,7 @@ import orjson
 from strategies.malformed import MUTATIONS, MalformedCase, base_methods, catalogue, malformed_case
 from strategies.sampling import draw_examples
 from strategies.schema_source import SchemaSourceError, load_schema_source
+from targets.validate import InputError, frame_size
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,6 +85,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         return _list(out)
     if args.count < 0:
         raise _UsageError("--count must be >= 0")
+    try:
+        frame_size(args.size)  # 2^31 and more would be built in memory and crash
+    except InputError as exc:
+        raise _UsageError(str(exc)) from None
     source = load_schema_source(args.schema)
     if args.malformed:
         if args.malformed not in MUTATIONS:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from targets.connection import (
     frame_bytes_and_message,
     is_response_to,
 )
+from targets.http_deadline import deadline_connection
 from targets.transcript import Transcript
 
 READ_CHUNK: Final = 64 * 1024
@@ -62,12 +62,9 @@ class Endpoint:
         default = 443 if self.scheme == "https" else 80
         return host if self.port == default else f"{host}:{self.port}"
 
-    def new_connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self.scheme == "https":
-            return http.client.HTTPSConnection(
-                self.host, self.port, timeout=timeout, context=ssl.create_default_context()
-            )
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+    def new_connection(self, deadline: float) -> http.client.HTTPConnection:
+        """A connection whose connect, send and every read end by `deadline` (set anew per exchange)."""
+        return deadline_connection(self.scheme, self.host, self.port, deadline)
 
 
 def default_headers(message: Any, http_method: str) -> dict[str, str]:
@@ -395,11 +392,13 @@ class HttpConnection(Connection):
         plan = _Plan(i, http_method, target, wire_headers, body, request_id, has_id, "content-length" in names)
         return index, plan
 
-    def _checkout(self, i: int) -> tuple[http.client.HTTPConnection, bool]:
+    def _checkout(self, i: int, deadline: float) -> tuple[http.client.HTTPConnection, bool]:
         with self._lock:
             if self._idle[i]:
-                return self._idle[i].pop(), True
-        return self.endpoints[i].new_connection(CONNECT_TIMEOUT), False
+                conn = self._idle[i].pop()
+                conn.set_deadline(deadline)  # type: ignore[attr-defined]
+                return conn, True
+        return self.endpoints[i].new_connection(min(deadline, time.monotonic() + CONNECT_TIMEOUT)), False
 
     def _checkin(self, i: int, conn: http.client.HTTPConnection) -> None:
         with self._lock:
@@ -422,25 +421,24 @@ class HttpConnection(Connection):
         attempts = 2
         while attempts:
             attempts -= 1
-            conn, reused = self._checkout(i)
+            conn, reused = self._checkout(i, deadline)
             if barrier is not None and conn.sock is None:
                 with contextlib.suppress(OSError):
-                    conn.timeout = _remaining(deadline)
                     conn.connect()
             if barrier is not None:
                 with contextlib.suppress(threading.BrokenBarrierError):
                     barrier.wait()
                 barrier = None
             try:
-                conn.timeout = _remaining(deadline)
-                if conn.sock is not None:
-                    conn.sock.settimeout(_remaining(deadline))
+                if conn.sock is None:
+                    conn.connect()
+                conn.set_deadline(deadline)  # type: ignore[attr-defined]  # connect had CONNECT_TIMEOUT at most
                 conn.putrequest(plan.verb, plan.path, skip_host=True, skip_accept_encoding=True)
                 for name, value in plan.headers:
                     conn.putheader(name, _header_bytes(value))
                 conn.endheaders(plan.body if plan.body or plan.verb == "POST" else None)
                 if stream is not None:
-                    stream._attach(conn.sock)
+                    stream._attach(conn.sock.raw)
                 response = conn.getresponse()
             except ValueError as exc:  # http.client refused a header (CR/LF in a value, bad name)
                 conn.close()
@@ -493,8 +491,6 @@ class HttpConnection(Connection):
         body = bytearray()
         while True:
             try:
-                if conn.sock is not None:
-                    conn.sock.settimeout(_remaining(deadline))
                 chunk = response.read1(READ_CHUNK)
             except TimeoutError:
                 self._record("timeout", note=f"response body incomplete at the deadline ({len(body)} bytes)", **common)
@@ -573,8 +569,7 @@ class HttpConnection(Connection):
                 self._sse_timeout(got_final, recorded, common)
                 return False
             try:
-                if conn.sock is not None:
-                    conn.sock.settimeout(limit - now)
+                conn.set_deadline(limit)  # type: ignore[attr-defined]
                 chunk = response.read1(READ_CHUNK)
             except TimeoutError:
                 handle(parser.close())
@@ -626,6 +621,3 @@ class _Plan:
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
-
-def _remaining(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.001)

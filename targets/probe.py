@@ -19,11 +19,11 @@ import itertools
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import orjson
 
-from targets import wire
+from targets import validate, wire
 from targets.connect import Target
 from targets.connection import Connection, is_response_to
 from targets.http_driver import HttpConnection
@@ -469,9 +469,16 @@ def _snippet(raw: bytes | None, limit: int = 80) -> str:
     return repr(text[:limit] + ("..." if len(text) > limit else ""))
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage mistake is one line on stderr and exit status 2, like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"probe: {message} (see --help)\n")
+
+
 def probe_main(argv: list[str]) -> int:
     """`mcp-gauntlet probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mcp-gauntlet probe",
         description="Report which MCP era a server speaks and what it lists (DIGEST 5.3).",
     )
@@ -485,8 +492,12 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
     args = parser.parse_args(argv)
-    if args.timeout <= 0 or args.max_pages < 1:
-        print("probe: --timeout must be > 0 and --max-pages >= 1", file=sys.stderr)
+    try:
+        validate.seconds(args.timeout, "--timeout")
+        if args.max_pages < 1:
+            raise validate.InputError("--max-pages must be at least 1")
+    except validate.InputError as exc:
+        print(f"probe: {exc}", file=sys.stderr)
         return 2
     try:
         spec = parse_target(args.target, allow_remote=args.allow_remote)

@@ -5,6 +5,10 @@ is a grandchild. Killing only the pid we started would orphan the server, so eve
 to the process group, and a registry of live groups makes sure an exception, `sys.exit`,
 Ctrl-C or SIGTERM leaves nothing behind.
 
+Why more than the group: a daemon that double-forks and calls `setsid` leaves it; see
+`targets.ownership` (an environment tag per server, a child subreaper, a parent-death signal).
+Stderr goes to a bounded ring in memory (`targets.stderr_ring`), never to a file.
+
 Why `waitid(WNOWAIT)`: once a leader is reaped its pid, which is also the group id, may be
 reused by the next process we start in its own session, and a late `killpg` would then hit the
 wrong group. Exit is observed without reaping; the leader stays a zombie, holding its pid, until
@@ -20,12 +24,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Final
+from typing import Final
+
+from targets import ownership
+from targets.stderr_ring import StderrRing, capture, release
 
 STDERR_TAIL_BYTES: Final = 8192
 _POLL_STEP: Final = 0.005
@@ -37,15 +43,16 @@ class SpawnError(RuntimeError):
 
 
 class ManagedProcess:
-    """One started command: its pipes, its stderr log, and the group it leads."""
+    """One started command: its pipes, its stderr ring, its tag, and the group it leads."""
 
-    def __init__(self, argv: Sequence[str], popen: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    def __init__(self, argv: Sequence[str], popen: subprocess.Popen[bytes], log: StderrRing, tag: str = "") -> None:
         self.argv = list(argv)
         self.popen = popen
         self.pid = popen.pid
         self.pgid = popen.pid  # start_new_session: the child is the leader of a fresh group
         self.started = time.monotonic()
         self._log = log
+        self.tag = tag
         self._status: int | None = None
         self._reaped = False
         self._lock = threading.Lock()
@@ -97,11 +104,7 @@ class ManagedProcess:
 
     def stderr_tail(self, limit: int = STDERR_TAIL_BYTES) -> bytes:
         """The last `limit` bytes the process wrote to stderr (and to stdout when it was not piped)."""
-        try:
-            size = os.fstat(self._log.fileno()).st_size
-            return os.pread(self._log.fileno(), min(limit, size), max(size - limit, 0))
-        except (OSError, ValueError):
-            return b""
+        return self._log.tail(limit)
 
     # --- ending ---
 
@@ -135,6 +138,10 @@ class ManagedProcess:
                     status = self.wait_exit(5.0)
                 self._end_stragglers(term_grace)
             finally:
+                # Daemons that left the group (double fork + setsid) still carry our tag.
+                if self.tag:
+                    with contextlib.suppress(OSError):
+                        ownership.kill_tagged(self.tag)
                 # Reap the leader only now: its zombie kept the group id from being reused.
                 if self.exit_status() is None:
                     self.ended_by = "SIGKILL"
@@ -173,8 +180,7 @@ class ManagedProcess:
                     pipe.close()
 
     def close_log(self) -> None:
-        with contextlib.suppress(OSError):
-            self._log.close()
+        release(self._log)
 
     def __repr__(self) -> str:
         return f"ManagedProcess(pid={self.pid}, argv={self.argv!r})"
@@ -199,36 +205,54 @@ def spawn(
     pipes: bool = True,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ManagedProcess:
     """Start `argv` in a new session; stdin/stdout are pipes when `pipes`, else stdin is /dev/null
-    and stdout joins stderr in the log file. Raises SpawnError (one line) when it cannot start."""
+    and stdout joins stderr in the stderr ring. Raises SpawnError (one line) when it cannot start.
+
+    The child is tagged (`ownership.TAG_VAR`), dies with the harness (parent-death signal), and
+    is started from the long-lived spawner thread so that signal follows the harness, not a
+    short-lived worker thread."""
     if not argv:
         raise SpawnError("empty command line")
     _install_signal_handlers()
+    ownership.become_subreaper()
     argv = _resolve_own_script(argv)
-    log = tempfile.TemporaryFile(prefix="mcp-gauntlet-stderr-")
+    tag = ownership.new_tag()
+    child_env = {**(os.environ if env is None else env), ownership.TAG_VAR: tag}
+    err_r, err_w = os.pipe()
     try:
-        popen = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
-            stdout=subprocess.PIPE if pipes else log,
-            stderr=log,
-            bufsize=0,
-            start_new_session=True,
-            close_fds=True,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
+        popen = ownership.run_in_spawner(
+            lambda: subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if pipes else err_w,
+                stderr=err_w,
+                bufsize=0,
+                start_new_session=True,
+                close_fds=True,
+                env=child_env,
+                cwd=cwd,
+                pass_fds=tuple(pass_fds),
+                preexec_fn=ownership.die_with_parent_preexec(os.getpid()),
+            )
         )
     except FileNotFoundError:
-        log.close()
+        os.close(err_r)
         raise SpawnError(f"command not found: {argv[0]}") from None
     except PermissionError:
-        log.close()
+        os.close(err_r)
         raise SpawnError(f"command is not executable: {argv[0]}") from None
     except OSError as exc:
-        log.close()
+        os.close(err_r)
         raise SpawnError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-    proc = ManagedProcess(argv, popen, log)
+    finally:
+        os.close(err_w)
+    return register(ManagedProcess(argv, popen, capture(err_r), tag))
+
+
+def register(proc: ManagedProcess) -> ManagedProcess:
+    """Put `proc` in the registry of live groups that the exit and signal hooks reap."""
     with _REGISTRY_LOCK:
         _LIVE[proc.pid] = proc
     return proc

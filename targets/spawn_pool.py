@@ -8,7 +8,6 @@ third-party server prints.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import itertools
 import socket
@@ -18,6 +17,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from targets import wire
+from targets.http_deadline import deadline_connection
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetError, TargetSpec
 
@@ -148,7 +148,7 @@ class SpawnPool:
                     f"instance {i} ({self.url(i)}) exited with status {status} before it was ready"
                     + _tail_hint(proc)
                 )
-            if _answers_post(self.host, port, self.spec.path, min(1.0, max(deadline - time.monotonic(), 0.05))):
+            if _answers_post(self.host, port, self.spec.path, deadline):
                 return
             if time.monotonic() >= deadline:
                 raise TargetError(
@@ -158,22 +158,20 @@ class SpawnPool:
             step = min(step * 1.5, 0.25)
 
 
-def _answers_post(host: str, port: int, path: str, timeout: float) -> bool:
-    """TCP connect, then one POST server/discover: any HTTP response at all means ready."""
+def _answers_post(host: str, port: int, path: str, deadline: float) -> bool:
+    """TCP connect, then one POST server/discover: any HTTP status line and headers at all mean
+    ready. The body is never read (an endless one must not be), and the attempt may use all the
+    time left: a server that takes 2 s to answer is ready under a 20 s timeout."""
     try:
-        with socket.create_connection((host, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=max(min(deadline - time.monotonic(), 1.0), 0.05)):
             pass
     except OSError:
         return False
     msg = wire.build_request("ready", "server/discover")
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    conn = deadline_connection("http", host, port, deadline)
     try:
         conn.request("POST", path, body=wire.dumps(msg), headers=wire.http_headers(msg))
-        response = conn.getresponse()
-        with contextlib.suppress(OSError, http.client.HTTPException):
-            if response.getheader("content-type", "").startswith("text/event-stream"):
-                return True  # do not wait for the stream; the server answered
-            response.read()
+        conn.getresponse()
         return True
     except (OSError, http.client.HTTPException):
         return False

@@ -31,13 +31,18 @@ from targets.connection import (
     frame_bytes_and_message,
     next_proc,
 )
-from targets.processes import ManagedProcess, spawn
+from targets.fork_server import ForkServer, start_fork_server
+from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
 from targets.transcript import Transcript
 
 READ_CHUNK: Final = 1024 * 1024
 OVERSIZE_HEAD: Final = 256
 DEFAULT_CLOSE_GRACE: Final = 1.0
+# Non-JSON stdout lines recorded per process; past these, lines are counted and reported once
+# (a server printing noise in a loop must cost a counter, not one event per line).
+NOISE_EVENT_CAP: Final = 64
+NOISE_BYTE_CAP: Final = 256 * 1024
 _POLL_IN: Final = select.POLLIN | select.POLLHUP | select.POLLERR
 _POLL_OUT: Final = select.POLLOUT | select.POLLERR | select.POLLHUP
 
@@ -81,6 +86,10 @@ class StdioConnection(Connection):
         self._discard_head = b""
         self._eof = False
         self._closed = False
+        self._noise_events = 0
+        self._noise_bytes = 0
+        self._noise_dropped = 0
+        self._noise_dropped_bytes = 0
         # A shared connection (Target.connect(fresh=False)) outlives each user: close() only
         # detaches, and terminate() really ends it.
         self.shared = False
@@ -293,9 +302,15 @@ class StdioConnection(Connection):
         try:
             message = wire.parse_line(line)
         except wire.DecodeError as exc:
+            if self._noise_events >= NOISE_EVENT_CAP or self._noise_bytes >= NOISE_BYTE_CAP:
+                self._noise_dropped += 1
+                self._noise_dropped_bytes += len(line) + 1
+                return
             reason = "empty line" if not line.strip() else exc.reason
             if len(line) > NOISE_KEEP_BYTES:
                 reason += f" ({len(line)} bytes, first {NOISE_KEEP_BYTES} kept)"
+            self._noise_events += 1
+            self._noise_bytes += min(len(line), NOISE_KEEP_BYTES)
             self._record("noise", proc=self.proc, raw=line[:NOISE_KEEP_BYTES], note=_join(reason, note))
             return
         self._record("recv", proc=self.proc, message=message, raw=line, note=note)
@@ -312,7 +327,18 @@ class StdioConnection(Connection):
             line = bytes(self._buf)
             self._buf.clear()
             self._on_line(line, note="unterminated line at EOF")
+        self._report_dropped_noise()
         self._record("closed", proc=self.proc, note="stdout closed")
+
+    def _report_dropped_noise(self) -> None:
+        """Once per process: how much non-JSON output went past the cap unrecorded."""
+        if self._noise_dropped:
+            self._record(
+                "noise", proc=self.proc, raw=b"",
+                note=f"{self._noise_dropped} more non-JSON lines ({self._noise_dropped_bytes} bytes) not recorded: "
+                f"cap of {NOISE_EVENT_CAP} noise events per process reached",
+            )
+            self._noise_dropped = self._noise_dropped_bytes = 0
 
     # --- state and ending ---
 
@@ -357,6 +383,7 @@ class StdioConnection(Connection):
         finally:
             if not self.process.reaped:
                 self.process.reap(grace=0.0, term_grace=0.2)
+            self._report_dropped_noise()
             status = self.process.exit_status()
             ended = _ended_note(self.process.ended_by, exited_before, self.close_grace)
             self._record("exit", proc=self.proc, status=status, note=ended)
@@ -421,6 +448,7 @@ class StdioPool:
         line_cap: int = DEFAULT_LINE_CAP,
         close_grace: float = DEFAULT_CLOSE_GRACE,
         env: Mapping[str, str] | None = None,
+        fork_server: bool = True,
     ) -> None:
         self.argv = list(spec.argv if isinstance(spec, TargetSpec) else spec)
         if isinstance(spec, TargetSpec) and spec.kind != "stdio":
@@ -433,13 +461,36 @@ class StdioPool:
         self._spares: deque[ManagedProcess] = deque()
         self._closed = False
         self.taken = 0
+        # A Python target's fresh processes come from a fork server (targets/fork_server.py),
+        # started on first need; `fork_note` says why not when it was wanted but refused.
+        self._want_fork = fork_server
+        self._forker: ForkServer | None = None
+        self.fork_note = ""
+
+    def _spawn(self) -> ManagedProcess:
+        if self._want_fork:
+            self._want_fork = False
+            self._forker, self.fork_note = start_fork_server(self.argv, self.env)
+        if self._forker is not None:
+            try:
+                return self._forker.spawn()
+            except SpawnError as exc:
+                self.fork_note = f"fork server off, spawning each process: {exc}"
+                forker, self._forker = self._forker, None
+                forker.close()
+        return spawn(self.argv, env=self.env)
+
+    @property
+    def forking(self) -> bool:
+        """Whether fresh processes are forked from a zygote (False before the first spawn)."""
+        return self._forker is not None
 
     def take(self, transcript: Transcript, *, refill: bool = True) -> StdioConnection:
         """A connection to a fresh process; raises SpawnError when the command cannot start.
         `refill=False` when this is the last one needed (no spare is started behind it)."""
         if self._closed:
             raise RuntimeError("StdioPool is closed")
-        process = self._spares.popleft() if self._spares else spawn(self.argv, env=self.env)
+        process = self._spares.popleft() if self._spares else self._spawn()
         self.taken += 1
         conn = StdioConnection(
             transcript, process, timeout=self.timeout, line_cap=self.line_cap, close_grace=self.close_grace
@@ -452,7 +503,7 @@ class StdioPool:
         """Start spares until there are `size` of them (a failed start is left for `take` to report)."""
         while not self._closed and len(self._spares) < self.size:
             try:
-                self._spares.append(spawn(self.argv, env=self.env))
+                self._spares.append(self._spawn())
             except Exception:
                 return
 
@@ -463,6 +514,9 @@ class StdioPool:
             process.reap(grace=0.5, term_grace=0.5)
             process.close_log()
             process.close_pipes()
+        if self._forker is not None:
+            self._forker.close()
+            self._forker = None
 
     def __enter__(self) -> StdioPool:
         self.fill()

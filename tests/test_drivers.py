@@ -24,6 +24,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from process_support import default_sigint
 
 from targets import wire
 from targets.connect import Target
@@ -361,7 +362,10 @@ HARNESS = textwrap.dedent(
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_harness_leaves_no_process(sig: int) -> None:
-    harness = subprocess.Popen([PY, "-c", HARNESS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    # SIGINT's disposition is set for the child: a suite started as a background job inherits it ignored.
+    harness = subprocess.Popen(
+        [PY, "-c", HARNESS], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, preexec_fn=default_sigint
+    )
     try:
         assert harness.stdout is not None
         pgid = int(harness.stdout.readline())

@@ -24,6 +24,7 @@ from fuzz_support import (
     reference_stdio,
     run_cli,
 )
+from process_support import default_sigint
 
 SUMMARY = r"fuzz: \d+ examples, \d+ properties, \d+ findings"
 PROPERTIES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
@@ -152,6 +153,7 @@ def test_ctrl_c_stops_cleanly_with_what_was_found(tmp_path: Path) -> None:
         [*CLI, "fuzz", "--target", reference_stdio(db, "missing-result-type"), "--duration", "120",
          "--properties", "valid,history", "--seed", "5", "--out", str(out), "--no-database", "--progress", "lines"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,  # a suite started as a background job inherits SIGINT ignored
     )
     try:
         deadline = time.monotonic() + 60

@@ -219,3 +219,67 @@ def test_garbage_http_gets_400_and_the_server_lives_on(server: HttpServer) -> No
         sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
         assert sock.recv(100).startswith(b"HTTP/1.1 400")
     assert server.post(req(1, "server/discover")).status == 200
+
+
+def _recv_all(sock: socket.socket, seconds: float) -> bytes:
+    """What the server sends until it closes the connection or `seconds` pass."""
+    sock.settimeout(0.2)
+    data = b""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_a_huge_header_is_refused_with_431_and_does_not_stall_other_clients(server: HttpServer) -> None:
+    with socket.create_connection((server.host, server.port), timeout=5) as hog:
+        hog.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
+        sent = 0
+        refused = False
+        block = b"a" * 65536
+        start = time.monotonic()
+        while sent < 128 * 2**20 and time.monotonic() - start < 20:
+            try:
+                hog.sendall(block)
+            except OSError:  # the server closed the connection after its 431
+                refused = True
+                break
+            sent += len(block)
+            if sent % (4 * 2**20) == 0:  # meanwhile another client is served at once
+                began = time.monotonic()
+                reply = server.post(req(sent, "server/discover"), fresh=True)
+                assert reply.status == 200 and time.monotonic() - began < 5
+        answer = _recv_all(hog, 2.0)
+    assert refused or answer.startswith(b"HTTP/1.1 431"), answer[:100]
+    assert sent < 16 * 2**20, f"{sent} bytes of header were accepted"
+
+
+def test_headers_sent_too_slowly_get_the_connection_closed(db: Path) -> None:
+    with HttpServer(db, extra=("--header-timeout", "1")) as srv:
+        with socket.create_connection((srv.host, srv.port), timeout=5) as slow:
+            start = time.monotonic()
+            slow.sendall(b"POST /mcp HTTP/1.1\r\n")
+            answer = b""
+            for byte in b"Host: 127.0.0.1\r\nX-Slow: " + b"a" * 100:
+                try:
+                    slow.sendall(bytes([byte]))
+                except OSError:
+                    break
+                time.sleep(0.1)
+                if time.monotonic() - start > 3:
+                    break
+            answer = _recv_all(slow, 3.0)
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+            assert time.monotonic() - start < 8
+        # a request that is merely large but arrives at once is still served
+        big = srv.post(req(1, "server/discover"), headers={"X-Padding": "p" * 30000}, fresh=True)
+        assert big.status == 200
+        assert srv.stop() == 0

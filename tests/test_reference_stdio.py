@@ -311,3 +311,19 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     listed = subprocess.run([*SERVE, "--list-bugs"], capture_output=True, text=True, timeout=20)
     lines = listed.stdout.splitlines()
     assert listed.returncode == 0 and "null-id-accepted\tRPC-04" in lines and len(lines) == 19
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_a_declined_or_cancelled_request_state_cannot_create_the_event_later(db: Path, action: str) -> None:
+    with StdioServer(db) as server:
+        first, result = _begin(server, 1, "Declined sync")
+        declined = complete_mrtr_params(first, result, STARTS)
+        declined["inputResponses"] = {"startsAt": {"action": action}}
+        answer, _ = server.call(req(2, "tools/call", declined))
+        assert answer["result"]["isError"] is True and action in answer["result"]["content"][0]["text"]
+        again, _ = server.call(req(3, "tools/call", complete_mrtr_params(first, result, STARTS)))
+        assert again["error"]["code"] == wire.INVALID_PARAMS and "already used" in again["error"]["message"]
+        listed, _ = server.call(req(4, "tools/call", {"name": "list_events",
+                                                     "arguments": {"calendarId": "cal_chapter"}}))
+    titles = [e["title"] for e in listed["result"].get("structuredContent", {}).get("events", [])]
+    assert "Declined sync" not in titles

@@ -7,6 +7,7 @@ import sqlite3
 import sys
 from typing import NoReturn
 
+from targets import validate
 from targets.mutants import UnknownBugError, list_lines, parse_bugs
 from targets.reference.store import default_db_path
 
@@ -32,6 +33,8 @@ def _parser() -> _Parser:
     parser.add_argument("--list-bugs", action="store_true", help="print each bug name and its rule ids")
     parser.add_argument("--state-ttl", type=float, default=600.0, metavar="SECONDS",
                         help="lifetime of a requestState (default 600)")
+    parser.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="HTTP: time from a request's first byte to the end of its headers (default 10)")
     return parser
 
 
@@ -49,8 +52,11 @@ def serve_main(argv: list[str]) -> int:
     if not 0 <= args.port <= 65535:
         print("mcp-gauntlet serve: error: --port must be 0..65535", file=sys.stderr)
         return 2
-    if args.state_ttl <= 0:
-        print("mcp-gauntlet serve: error: --state-ttl must be positive", file=sys.stderr)
+    try:
+        validate.seconds(args.state_ttl, "--state-ttl")
+        validate.seconds(args.header_timeout, "--header-timeout")
+    except validate.InputError as exc:
+        print(f"mcp-gauntlet serve: error: {exc}", file=sys.stderr)
         return 2
     from targets.reference.core import build_core
 
@@ -67,7 +73,7 @@ def serve_main(argv: list[str]) -> int:
     from targets.reference.http_server import serve_http
 
     try:
-        return serve_http(core, args.host, args.port)
+        return serve_http(core, args.host, args.port, header_timeout=args.header_timeout)
     except OSError as exc:
         print(f"mcp-gauntlet serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)

@@ -25,9 +25,15 @@ from targets.reference.core import Core, HttpInfo, Reply
 from targets.reference.subscriptions import POLL_INTERVAL_S, Listen
 
 MAX_BODY: Final = 4 << 20
+# Request line plus headers: more is refused with 431 before it is buffered (a 128 MB header
+# used to stall every other client), and they must all arrive within HEADER_DEADLINE_S of the
+# request's first byte, or the connection is closed (a slow sender cannot hold it open).
+MAX_HEAD: Final = 64 * 1024
+HEADER_DEADLINE_S: Final = 10.0
 ENDPOINT: Final = b"/mcp"
 _REASONS: Final = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-                   405: "Method Not Allowed", 413: "Content Too Large", 500: "Internal Server Error"}
+                   405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
+                   431: "Request Header Fields Too Large", 500: "Internal Server Error"}
 _LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 _SSE_HEADERS: Final = b"Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
 _FORBIDDEN: Final = b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: %s"}}'
@@ -64,9 +70,10 @@ def _chunk(data: bytes) -> bytes:
 class _Shared:
     """Per-process server state the connections share."""
 
-    def __init__(self, core: Core, check_host: bool) -> None:
+    def __init__(self, core: Core, check_host: bool, header_timeout: float = HEADER_DEADLINE_S) -> None:
         self.core = core
         self.check_host = check_host
+        self.header_timeout = header_timeout
         self.conns: set[_Conn] = set()
 
 
@@ -83,6 +90,11 @@ class _Conn(asyncio.Protocol):
         self.body_len = 0
         self.listen: Listen | None = None
         self.closing = False
+        self.in_head = False  # between a request's first byte and the end of its headers
+        self.in_body = False  # between the end of the headers and the end of the message
+        self.head_bytes = 0
+        self.head_tail = b""  # last 3 bytes seen in the head, to find a CRLFCRLF split across reads
+        self.head_timer: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol ---
 
@@ -92,6 +104,7 @@ class _Conn(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.shared.conns.discard(self)
+        self._stop_head_timer()
         if self.listen is not None:
             self.shared.core.hub.remove(self)  # the client closed the stream: cancellation
             self.listen = None
@@ -99,12 +112,46 @@ class _Conn(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.listen is not None or self.closing:
             return
+        if not self._head_within_limits(data):
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._plain(400, b"upgrades are not supported", close=True)
         except httptools.HttpParserError:
             self._plain(400, b"malformed HTTP request", close=True)
+
+    # --- header limits ---
+
+    def _head_within_limits(self, data: bytes) -> bool:
+        """Count head bytes before the parser buffers them; False (and 431 sent) when over MAX_HEAD."""
+        if not self.in_head:
+            if self.in_body or not data.strip(b"\r\n"):
+                return True  # stray CRLF between keep-alive requests
+            self.in_head = True
+            self.head_bytes = 0
+            self.head_tail = b""
+            self.head_timer = asyncio.get_running_loop().call_later(self.shared.header_timeout, self._head_too_slow)
+        room = MAX_HEAD - self.head_bytes
+        if len(data) <= room:
+            self.head_bytes += len(data)
+            self.head_tail = (self.head_tail + data[-3:])[-3:]
+            return True
+        if b"\r\n\r\n" in self.head_tail + data[: room + 4]:
+            return True  # the head ends within the limit; the rest is body, limited elsewhere
+        self._stop_head_timer()
+        self._plain(431, b"request headers too large", close=True)
+        return False
+
+    def _head_too_slow(self) -> None:
+        self.head_timer = None
+        if self.in_head and not self.closing:
+            self._plain(408, b"request headers not received in time", close=True)
+
+    def _stop_head_timer(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
 
     # --- httptools callbacks ---
 
@@ -124,6 +171,9 @@ class _Conn(asyncio.Protocol):
         self.headers[key] = text if old is None else old + ", " + text
 
     def on_headers_complete(self) -> None:
+        self.in_head = False
+        self.in_body = True
+        self._stop_head_timer()
         if self.headers.get("expect", "").lower() == "100-continue" and self.transport is not None:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
@@ -133,6 +183,7 @@ class _Conn(asyncio.Protocol):
             self.body.append(body)
 
     def on_message_complete(self) -> None:
+        self.in_body = False
         if self.listen is not None or self.closing:
             return
         try:
@@ -224,12 +275,12 @@ class _Conn(asyncio.Protocol):
         transport.close()
 
 
-async def _serve(core: Core, host: str, port: int, ready: Any) -> int:
+async def _serve(core: Core, host: str, port: int, ready: Any, header_timeout: float) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    shared = _Shared(core, check_host=host_allowed(host) or host.startswith("127."))
+    shared = _Shared(core, check_host=host_allowed(host) or host.startswith("127."), header_timeout=header_timeout)
     server = await loop.create_server(lambda: _Conn(shared), host, port, backlog=1024)
     bound = server.sockets[0].getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -256,8 +307,10 @@ def _announce(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def serve_http(core: Core, host: str = "127.0.0.1", port: int = 0, *, ready: Any = _announce) -> int:
-    """Serve until SIGTERM/SIGINT; `ready` gets the one `listening on ...` line. Returns 0."""
+def serve_http(core: Core, host: str = "127.0.0.1", port: int = 0, *, ready: Any = _announce,
+               header_timeout: float = HEADER_DEADLINE_S) -> int:
+    """Serve until SIGTERM/SIGINT; `ready` gets the one `listening on ...` line. Returns 0.
+    `header_timeout`: seconds from a request's first byte to the end of its headers."""
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a declared dependency via uvicorn[standard]
@@ -265,4 +318,4 @@ def serve_http(core: Core, host: str = "127.0.0.1", port: int = 0, *, ready: Any
     else:
         factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_serve(core, host, port, ready))
+        return runner.run(_serve(core, host, port, ready, header_timeout))

@@ -121,6 +121,14 @@ class Store:
         ).fetchall()
         return [str(r[0]) for r in rows]
 
+    def spend_state(self, nonce: str, expires_ms: int) -> None:
+        """Consume a requestState nonce on its own (an answer that creates nothing: decline,
+        cancel); ReplayError when it was already spent. Shared by every process of the store."""
+        try:
+            self._db.execute("INSERT INTO spent_states(nonce, expires_ms) VALUES(?, ?)", (nonce, expires_ms))
+        except sqlite3.IntegrityError:
+            raise ReplayError("requestState already used") from None
+
     # --- events ---
 
     def create_event(

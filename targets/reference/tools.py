@@ -153,6 +153,11 @@ def create_event(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
     if claims is None or answer is None:
         return _ask_start(core, ctx, args, title)
     if answer["action"] != "accept":
+        # Single use holds for every answer: a declined state must not create the event later.
+        try:
+            core.store.spend_state(claims.nonce, claims.expires_ms)
+        except ReplayError:
+            raise RpcError(INVALID_PARAMS, "requestState already used") from None
         return tool_error(f"event not created: the user chose {answer['action']}")
     starts_at = (answer.get("content") or {}).get("startsAt")
     if not valid_date_time(starts_at):

@@ -1,0 +1,308 @@
+"""Fresh Python server processes at fork speed: import the server's dependencies once, fork per process.
+
+Why: a server on the Python SDK spends 1.3-1.5 s in interpreter start-up and imports, and a
+fresh-process campaign pays that per example. For a target `python script.py ...` or
+`python -m module ...`, a zygote (started with the same interpreter) imports what the script
+imports at its top level, then, per fresh process, forks a child that runs the script from the
+start (`runpy`, as `__main__`): module-level state of the script is new in every child, and no
+child sees what another did. Only imports are shared, as they would be read from disk anyway.
+
+How a child becomes ours: the zygote forks twice and the middle process exits, so the child is
+re-parented to the harness, which is a child subreaper (`targets.ownership`): it is waited for,
+signalled and reaped like any process started by `spawn`. Its stdin, stdout and stderr are
+pipes the harness made and passed over a Unix socket (SCM_RIGHTS).
+
+The start-up check refuses to fork (and the caller spawns plainly, with a note) when importing
+started threads (they would not exist in the child) or the zygote cannot start at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+import orjson
+
+from targets import ownership
+from targets.processes import ManagedProcess, SpawnError, register, spawn
+from targets.stderr_ring import capture
+
+DISABLE_VAR: Final = "MCP_GAUNTLET_NO_FORK_SERVER"
+_READY_TIMEOUT: Final = 60.0
+
+# The zygote: argv = [interpreter, "-c", ZYGOTE, control fd, "script"|"module", path-or-name, *server args]
+ZYGOTE: Final = r'''
+import ast, os, socket, sys, threading, array, json, runpy, importlib.util
+ctl = socket.socket(fileno=int(sys.argv[1]))
+kind, what, server_args = sys.argv[2], sys.argv[3], sys.argv[4:]
+harness = os.getppid()
+
+def top_level_imports(path):
+    try:
+        tree = ast.parse(open(path, "rb").read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+if kind == "script":
+    sys.path[0] = os.path.dirname(os.path.abspath(what))
+    source = what
+else:
+    sys.path[0] = os.getcwd()
+    spec = importlib.util.find_spec(what)
+    source = spec.origin if spec is not None and spec.origin else ""
+    if spec is not None and spec.submodule_search_locations:
+        main = importlib.util.find_spec(what + ".__main__")
+        source = main.origin if main is not None and main.origin else source
+for name in top_level_imports(source) if source else []:
+    try:
+        __import__(name)
+    except BaseException:
+        pass
+threads = threading.active_count()
+ctl.sendall(json.dumps({"ready": threads == 1, "threads": threads}).encode() + b"\n")
+if threads != 1:
+    sys.exit(0)
+
+def child(fds, tag):
+    os.setsid()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    ctl.close()
+    os.environ["MCP_GAUNTLET_OWNER"] = tag
+    if "random" in sys.modules:  # a fresh process draws its own seed; a fork would repeat the zygote's
+        sys.modules["random"].seed()
+    import ctypes
+    # Wait to be re-parented to the harness (the middle process exits), then die with it.
+    while os.getppid() != harness:
+        if os.getppid() == 1:
+            os._exit(137)
+        os.sched_yield()
+    try:
+        ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)
+    except Exception:
+        pass
+    if os.getppid() != harness:
+        os._exit(137)
+    code = 0
+    try:
+        if kind == "script":
+            sys.argv = [what, *server_args]
+            runpy.run_path(what, run_name="__main__")
+        else:
+            sys.argv = [what, *server_args]
+            runpy.run_module(what, run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+while True:
+    fds = array.array("i")
+    try:
+        msg, anc, _flags, _addr = ctl.recvmsg(4096, socket.CMSG_SPACE(3 * fds.itemsize))
+    except OSError:
+        break
+    if not msg:
+        break
+    for level, kind_, data in anc:
+        if level == socket.SOL_SOCKET and kind_ == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
+    tag = json.loads(msg)["tag"]
+    r, w = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        os.close(r)
+        pid = os.fork()
+        if pid == 0:
+            os.close(w)
+            child(list(fds), tag)
+        os.write(w, str(pid).encode())
+        os._exit(0)
+    os.close(w)
+    pid = int(os.read(r, 64) or b"0")
+    os.close(r)
+    os.waitpid(middle, 0)
+    for fd in fds:
+        os.close(fd)
+    ctl.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+'''
+
+
+def applies(argv: Sequence[str]) -> tuple[str, str, list[str]] | None:
+    """("script", path, args) or ("module", name, args) when `argv` is a plain Python run of a
+    script or module (no interpreter options we would have to imitate); else None."""
+    if len(argv) < 2:
+        return None
+    exe = shutil.which(argv[0]) or argv[0]
+    name = Path(exe).name
+    if not (name.startswith("python") and all(c.isdigit() or c == "." for c in name[6:])):
+        return None
+    if argv[1] == "-m" and len(argv) >= 3:
+        return "module", argv[2], list(argv[3:])
+    if argv[1].endswith(".py") and Path(argv[1]).is_file():
+        return "script", argv[1], list(argv[2:])
+    return None
+
+
+def disabled() -> bool:
+    return os.environ.get(DISABLE_VAR, "") not in ("", "0")
+
+
+class _ForkedPopen:
+    """The part of `subprocess.Popen` that ManagedProcess uses, for a child the zygote forked."""
+
+    def __init__(self, pid: int, stdin_fd: int, stdout_fd: int) -> None:
+        self.pid = pid
+        self.stdin = os.fdopen(stdin_fd, "wb", buffering=0)
+        self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired([str(self.pid)], timeout or 0.0)
+            time.sleep(0.005)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class ForkServer:
+    """One zygote for one Python target command; `spawn()` is a fresh server process."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        plan = applies(argv)
+        if plan is None:
+            raise SpawnError(f"not a Python script or module command: {argv!r}")
+        self.argv = list(argv)
+        self.note = ""
+        kind, what, args = plan
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._ctl = ours
+        self._lock = threading.Lock()
+        self._buf = b""
+        try:
+            self._zygote: ManagedProcess = spawn(
+                [argv[0], "-c", ZYGOTE, str(theirs.fileno()), kind, what, *args], env=env,
+                pass_fds=(theirs.fileno(),), pipes=False,  # what imports print goes to the stderr ring
+            )
+        finally:
+            theirs.close()
+        ours.settimeout(_READY_TIMEOUT)
+        try:
+            hello = self._read()
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise SpawnError(f"the fork server did not start ({exc})") from None
+        if not hello.get("ready"):
+            self.close()
+            raise SpawnError(f"importing the server started {hello.get('threads', '?')} threads; "
+                             "threads do not survive a fork")
+
+    def _read(self) -> dict[str, object]:
+        while b"\n" not in self._buf:
+            chunk = self._ctl.recv(4096)
+            if not chunk:
+                raise ValueError("the fork server exited" + _tail(self._zygote))
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        data = orjson.loads(line)
+        if not isinstance(data, dict):
+            raise ValueError("bad answer from the fork server")
+        return data
+
+    def spawn(self) -> ManagedProcess:
+        """A fresh server process forked from the zygote; SpawnError when that fails."""
+        ownership.become_subreaper()
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        tag = ownership.new_tag()
+        try:
+            with self._lock:
+                self._ctl.sendmsg([orjson.dumps({"tag": tag})],
+                                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(in_r, out_w, err_w))])
+                answer = self._read()
+        except (OSError, ValueError) as exc:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise SpawnError(f"the fork server failed: {exc}") from None
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        pid = int(answer.get("pid") or 0)  # type: ignore[call-overload]
+        if pid <= 0:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise SpawnError("the fork server could not fork")
+        popen = _ForkedPopen(pid, in_w, out_r)
+        return register(ManagedProcess(self.argv, popen, capture(err_r), tag))  # type: ignore[arg-type]
+
+    def alive(self) -> bool:
+        return self._zygote.running()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._ctl.close()
+        self._zygote.reap(grace=0.5, term_grace=0.5)
+        self._zygote.close_log()
+        self._zygote.close_pipes()
+
+
+def _fd_bytes(*fds: int) -> bytes:
+    import array
+
+    return array.array("i", fds).tobytes()
+
+
+def _tail(proc: ManagedProcess) -> str:
+    tail = proc.stderr_tail(2048).decode("utf-8", "replace").strip().splitlines()
+    return f"; its output ends: {tail[-1][:200]}" if tail else ""
+
+
+def start_fork_server(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[ForkServer | None, str]:
+    """A fork server for `argv` when one applies and works, else None and why (a note for the user)."""
+    if disabled() or applies(argv) is None or not sys.platform.startswith("linux"):
+        return None, ""
+    try:
+        return ForkServer(argv, env), ""
+    except SpawnError as exc:
+        return None, f"fork server off, spawning each process: {exc}"

@@ -1,0 +1,146 @@
+"""Making sure nothing a server started outlives it: subreaper, parent-death signal, an env tag.
+
+- A server that double-forks and calls `setsid` leaves its process group, so `killpg` misses
+  the daemon. Every server is started with `MCP_GAUNTLET_OWNER=<harness pid>.<serial>` in its
+  environment, which its daemons inherit; ending a server also kills every process carrying its
+  tag. The harness is a child subreaper (Linux), so those orphans become its children (not
+  init's) and are reaped by it instead of lingering as zombies.
+- If the harness is SIGKILLed nothing of it runs, so each server gets PR_SET_PDEATHSIG: the
+  kernel kills it when the harness dies. The signal follows the *thread* that forked, so every
+  server is started from one long-lived thread (`run_in_spawner`), never a short-lived worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import itertools
+import os
+import queue
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+TAG_VAR: Final = "MCP_GAUNTLET_OWNER"
+_PR_SET_PDEATHSIG: Final = 1
+_PR_SET_CHILD_SUBREAPER: Final = 36
+
+T = TypeVar("T")
+
+_libc: Any = None
+if sys.platform.startswith("linux"):
+    with contextlib.suppress(OSError):
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+_serial = itertools.count(1)
+_subreaper_done = False
+
+
+def new_tag() -> str:
+    """A value for TAG_VAR naming one server of this harness."""
+    return f"{os.getpid()}.{next(_serial)}"
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants our children (once per process); False where unsupported."""
+    global _subreaper_done
+    if _subreaper_done:
+        return True
+    if _libc is None:
+        return False
+    _subreaper_done = _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return _subreaper_done
+
+
+def die_with_parent_preexec(parent: int) -> Callable[[], None] | None:
+    """A `preexec_fn` that sets SIGKILL as the child's parent-death signal (None off Linux)."""
+    if _libc is None:
+        return None
+    prctl = _libc.prctl
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the harness died between fork and prctl
+            os._exit(137)
+
+    return preexec
+
+
+# --- one long-lived thread starts every server ---
+
+_jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+_spawner: threading.Thread | None = None
+_spawner_lock = threading.Lock()
+
+
+def _spawner_loop() -> None:
+    while True:
+        job, future = _jobs.get()
+        if not future.set_running_or_notify_cancel():
+            continue
+        try:
+            future.set_result(job())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            future.set_exception(exc)
+
+
+def run_in_spawner(job: Callable[[], T]) -> T:
+    """Run `job` (a Popen) on the spawner thread, which lives as long as the harness."""
+    global _spawner
+    if _libc is None:
+        return job()
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = threading.Thread(target=_spawner_loop, name="mcp-gauntlet-spawner", daemon=True)
+            _spawner.start()
+    if threading.current_thread() is _spawner:
+        return job()
+    future: Future[T] = Future()
+    _jobs.put((job, future))
+    return future.result()
+
+
+# --- finding what carries a tag ---
+
+
+def tagged_processes(value: str, var: str = TAG_VAR) -> list[int]:
+    """Pids of running processes whose environment has `var=value` (not ours, not zombies)."""
+    needle = f"{var}={value}".encode()
+    me = os.getpid()
+    found: list[int] = []
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():  # pragma: no cover - non-Linux
+        return found
+    for entry in os.scandir(proc_dir):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            env = Path(entry.path, "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_tagged(value: str) -> list[int]:
+    """SIGKILL every process tagged `value` and reap those that became our children; their pids."""
+    pids = tagged_processes(value)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        _reap_adopted(pid)
+    return pids
+
+
+def _reap_adopted(pid: int) -> None:
+    """Wait for an orphan the subreaper adopted (never for a child some Popen owns: those are
+    never tagged with a server's own tag at this point, because its leader is reaped first)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, 0)

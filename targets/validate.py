@@ -1,0 +1,130 @@
+"""Checks every command runs on its input before it starts work: one line for the user, never a traceback.
+
+Why here: probe, fuzz, replay, load, serve and frames take the same kinds of values (seconds,
+sizes, output directories, database URLs). Each command calls these and prints the
+`InputError` message as its one line with exit status 2.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from targets.target_spec import is_loopback_host
+
+# The longest wait any option may ask for: a week. More than that is a typo, and values near
+# float's range overflow poll()'s milliseconds and socket timeouts.
+MAX_SECONDS: Final = 7 * 24 * 3600.0
+MAX_FRAME_SIZE: Final = 2**31 - 1
+
+
+class InputError(ValueError):
+    """A value given to a command is unusable; the message is one line."""
+
+
+def seconds(value: float | None, flag: str, *, zero_ok: bool = False, maximum: float = MAX_SECONDS) -> float | None:
+    """`value` when it is a finite number of seconds in range (None passes through)."""
+    if value is None:
+        return None
+    low_ok = value >= 0 if zero_ok else value > 0
+    if not isinstance(value, int | float) or math.isnan(value) or not low_ok or value > maximum:
+        low = "0" if zero_ok else "more than 0"
+        raise InputError(f"{flag} must be a number of seconds from {low} to {maximum:g}, not {value!r}")
+    return float(value)
+
+
+def frame_size(value: int, flag: str = "--size") -> int:
+    """A line size a frame can have (below 2 GiB: bigger ones cannot even be built safely)."""
+    if not 0 <= value <= MAX_FRAME_SIZE:
+        raise InputError(f"{flag} must be from 0 to {MAX_FRAME_SIZE} bytes, not {value}")
+    return value
+
+
+def writable_dir(path: str | Path, flag: str) -> Path:
+    """`path` when it is, or can become, a directory we can create files in. Nothing is created:
+    a missing directory is judged by its nearest existing parent. Checked by writing a file,
+    since a read-only mount refuses even root, which `os.access` would not tell."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InputError(f"{flag} {p} is a file, not a directory")
+    existing = p
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{flag} {p} cannot be created: {existing} is a file")
+    probe = existing / f".mcp-gauntlet-write-check-{uuid.uuid4().hex}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"{flag} {p} is not writable: {exc.strerror or exc}") from None
+    return p
+
+
+def database_url(spec: str | None, *, allow_remote: bool, flag: str = "--database") -> str | None:
+    """A `redis://HOST:PORT/N` example database must be on this machine unless --allow-remote
+    (a directory, or a unix:// socket, is local by construction). Decided from the URL alone:
+    nothing is resolved or connected to here."""
+    if spec is None or not spec.startswith(("redis://", "rediss://")):
+        return spec
+    try:
+        host = urlsplit(spec).hostname or "localhost"
+    except ValueError as exc:
+        raise InputError(f"{flag} {spec!r} is not a URL: {exc}") from None
+    if not allow_remote and not is_loopback_host(host):
+        raise InputError(f"{flag}: refusing non-loopback Redis host {host!r} (pass --allow-remote to allow it)")
+    return spec
+
+
+# --- replay files ---
+
+_EVENT_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "kind": (str,), "t": (int, float), "proc": (int,), "raw": (str,), "raw_b64": (str,),
+    "status": (int, type(None)), "headers": (dict, type(None)), "note": (str,), "ref": (int, type(None)),
+}
+_DOC_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "id": (str, type(None)), "target": (str, type(None)), "property": (str, type(None)),
+    "rule": (str, type(None)), "transport": (str, type(None)), "case": (dict, type(None)),
+    "seed": (int, type(None)),
+}
+_KINDS: Final = frozenset({"spawn", "send", "recv", "http", "noise", "oversize", "timeout", "closed", "exit",
+                           "stderr", "error"})
+
+
+def repro_document(doc: Any, name: str) -> dict[str, Any]:
+    """`doc` when it has the shape of a reproduction file, else InputError naming the first bad field."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{name} is not an mcp-gauntlet reproduction file (not a JSON object)")
+    transcript = doc.get("transcript")
+    if not isinstance(transcript, dict):
+        raise InputError(f"{name} is not an mcp-gauntlet reproduction file (no transcript)")
+    _typed(doc, _DOC_FIELDS, name)
+    if not isinstance(transcript.get("target"), str) or transcript.get("transport") not in ("stdio", "http"):
+        raise InputError(f"{name}: transcript.target must be a string and transcript.transport stdio or http")
+    events = transcript.get("events", [])
+    if not isinstance(events, list):
+        raise InputError(f"{name}: transcript.events must be a list")
+    for i, event in enumerate(events):
+        where = f"{name}: transcript.events[{i}]"
+        if not isinstance(event, dict) or event.get("kind") not in _KINDS:
+            raise InputError(f"{where} is not an event (kind must be one of {', '.join(sorted(_KINDS))})")
+        _typed(event, _EVENT_FIELDS, where)
+        if isinstance(event.get("headers"), dict) and not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in event["headers"].items()
+        ):
+            raise InputError(f"{where}.headers must map strings to strings")
+    return doc
+
+
+def _typed(data: dict[str, Any], fields: dict[str, tuple[type, ...]], where: str) -> None:
+    for key, types in fields.items():
+        if key in data:
+            value = data[key]
+            # bool is an int to isinstance, but never a valid count, index or status here
+            if isinstance(value, bool) or not isinstance(value, types):
+                names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+                raise InputError(f"{where}: field {key!r} must be {names}, not {type(value).__name__}")
+
