@@ -37,7 +37,7 @@ from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
-from targets import wire
+from targets import validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, parse_target, reference_command
@@ -399,13 +399,11 @@ def load_main(argv: list[str]) -> int:
             print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
             return 2
         out = Path(args.out) if args.out else Path("gauntlet-out") / f"load-{datetime.now():%Y%m%d-%H%M%S}"
-        try:
+        try:  # the one writability check every command shares (targets/validate.py)
+            validate.writable_dir(out, "--out")
             out.mkdir(parents=True, exist_ok=True)
-            probe = out / f".write-test-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            print(f"mcp-gauntlet load: error: cannot write to {out}: {exc.strerror or exc}", file=sys.stderr)
+        except (validate.InputError, OSError) as exc:
+            print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
             return 2
         previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
