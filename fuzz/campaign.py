@@ -297,16 +297,17 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
         return None
     if spec.startswith(("redis://", "rediss://", "unix://")):
         try:
-            import redis
-            from hypothesis.extra.redis import RedisExampleDatabase
+            from fuzz.redis_database import ResilientRedisDatabase
+
+            db = ResilientRedisDatabase(spec)
         except ImportError:
-            raise UnusableTarget("--database redis://... needs the `redis` package (pip install redis)") from None
-        client = redis.Redis.from_url(spec)
+            raise UnusableTarget("--database redis://... needs the `redis` package "
+                                 "(pip install \"mcp-gauntlet[redis]\")") from None
         try:
-            client.ping()
+            db.ping()
         except Exception as exc:  # noqa: BLE001 - any connection problem is one line for the user
             raise UnusableTarget(f"cannot reach the example database {spec}: {exc}") from None
-        return RedisExampleDatabase(client)
+        return db
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     return DirectoryBasedExampleDatabase(spec)
