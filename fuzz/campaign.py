@@ -690,6 +690,7 @@ class Progress:
     def __init__(self, mode: str = "auto", stream: Any = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        is_tty = is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"  # no escapes then
         self.live = mode == "bar" or (mode == "auto" and is_tty)
         self.quiet = mode == "never"
         self.total_examples: int | None = None
