@@ -30,6 +30,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how long the properties wait for each answer (default 5)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under HypoFuzz, let its hub see our (slow, process-spawning) tests from the start."""
+    from fuzz.hypothesis_compat import publish_hypofuzz_targets_early
+
+    publish_hypofuzz_targets_early()
+
+
 def target_from(config: pytest.Config) -> str | None:
     """The target the user asked for, or None for the built-in reference server."""
     try:

@@ -96,9 +96,9 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
         server.stop()
 
 
-def _fuzz(target: str, out: Path, db_url: str, *extra: str) -> subprocess.Popen[str]:
+def _fuzz(target: str, out: Path, db_url: str, *extra: str, properties: str = "ids") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*CLI, "fuzz", "--target", target, "--properties", "ids", "--database", db_url, "--out", str(out),
+        [*CLI, "fuzz", "--target", target, "--properties", properties, "--database", db_url, "--out", str(out),
          "--shrink-time", "5", "--progress", "never", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -138,17 +138,19 @@ def test_two_machines_share_one_database_then_the_next_campaign_replays_first_an
 
     # The server grew a second bug (a new command line, so a key of its own in the same database):
     # the new bug is found, saved beside the old ones, and replayed by the next campaign.
-    target2 = reference_stdio(tmp_path / "server.sqlite3", "null-id-accepted", "cross-wired-ids")
-    _finish(_fuzz(target2, tmp_path / "new", redis_server.url, "--max-examples", "40", "--seed", "5"))
-    assert _ids(tmp_path / "new", "RPC-06"), "the new bug (cross-wired ids) is found"
+    target2 = reference_stdio(tmp_path / "server.sqlite3", "null-id-accepted", "missing-result-type")
+    _finish(_fuzz(target2, tmp_path / "new", redis_server.url, "--max-examples", "40", "--seed", "5",
+                  properties="ids,valid"))
+    assert _ids(tmp_path / "new", "RT-01"), "the new bug (no resultType) is found"
     assert set(saved) < set(redis_server.keys()), "the new target's failures joined the old ones"
-    _finish(_fuzz(target2, tmp_path / "again", redis_server.url, "--max-examples", "1", "--seed", "100"))
+    _finish(_fuzz(target2, tmp_path / "again", redis_server.url, "--max-examples", "2", "--seed", "100",
+                  properties="ids,valid"))
     assert _ids(tmp_path / "new") <= _ids(tmp_path / "again")
     assert not processes_mentioning(str(tmp_path))
 
 
 def test_a_redis_restart_mid_campaign_loses_nothing(tmp_path: Path, redis_server: RedisServer) -> None:
-    target = reference_stdio(tmp_path / "s.sqlite3", "null-id-accepted", "cross-wired-ids")
+    target = reference_stdio(tmp_path / "s.sqlite3", "null-id-accepted")
     proc = _fuzz(target, tmp_path / "out", redis_server.url, "--workers", "2", "--duration", "24", "--seed", "7")
     deadline = time.monotonic() + 120
     while not redis_server.keys():
