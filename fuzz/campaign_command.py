@@ -18,7 +18,18 @@ from typing import Any, NoReturn
 
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
-PROPERTY_NAMES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
+
+def property_names() -> tuple[str, ...]:
+    """Every registered property, in campaign order: derived from fuzz/properties/base.py's registry."""
+    from fuzz.properties.base import all_properties
+
+    return tuple(all_properties())
+
+
+def __getattr__(name: str) -> tuple[str, ...]:  # PROPERTY_NAMES, kept for importers, now derived
+    if name == "PROPERTY_NAMES":
+        return property_names()
+    raise AttributeError(name)
 DEFAULT_DATABASE = os.path.join(".hypothesis", "mcp-gauntlet")
 
 
@@ -47,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
     p.add_argument("--out", metavar="DIR", help="output directory (default ./gauntlet-out/fuzz-<timestamp>/)")
     p.add_argument("--properties", metavar="P,...",
-                   help=f"comma-separated subset of: {', '.join(PROPERTY_NAMES)} (default: all)")
+                   help=f"comma-separated subset of: {', '.join(property_names())} (default: all)")
     p.add_argument("--database", metavar="DIR|redis://...",
                    help=f"Hypothesis example database, shared between runs and workers (default {DEFAULT_DATABASE})")
     p.add_argument("--no-database", action="store_true", help="do not read or write an example database")
@@ -73,13 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _properties(text: str | None) -> list[str]:
+    known = property_names()
     if not text or text.strip() in ("all", "*"):
-        return list(PROPERTY_NAMES)
+        return list(known)
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in PROPERTY_NAMES]
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise UsageError(f"unknown propert{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)} "
-                         f"(choose from {', '.join(PROPERTY_NAMES)})")
+                         f"(choose from {', '.join(known)})")
     return list(dict.fromkeys(names))
 
 

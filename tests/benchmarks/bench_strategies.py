@@ -17,7 +17,7 @@ example (how properties use them), generate phase only, each measurement capped 
 budget: other load on the machine distorts CPU time less than wall time, and
 hypothesis-jsonschema on these schemas needs the cap (seconds per frame).
 
-Run:  /work/venv/bin/python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
+Run:  python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
 Ends with one summary line.
 """
 
