@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from targets import extra_headers
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
 
@@ -78,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write each finding as a standalone pytest regression test into DIR")
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
+    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="send this header on every HTTP request (repeatable); the value may name environment "
+                        "variables, e.g. 'Authorization: Bearer ${TOKEN}', expanded at send time and never "
+                        "written to reports or repro files")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     p.add_argument("--list-properties", action="store_true", help="print each property and what it checks")
     return p
@@ -149,7 +154,8 @@ def fuzz_main(argv: list[str]) -> int:
         props = _properties(args.properties)
         specs = _targets(args)
         args.mutation_patterns = _mutations(args.mutations, specs)
-    except UsageError as exc:
+        extra_headers.configure(args.header)
+    except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
     except TargetError as exc:
