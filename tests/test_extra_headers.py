@@ -87,3 +87,7 @@ def test_a_campaign_with_a_bearer_token_writes_it_nowhere(tmp_path: Path):
         assert SECRET.encode() not in path.read_bytes(), f"the token leaked into {path.name}"
     repro = next(p for p in written if "repro" in p.parts)
     assert b"Bearer ${GAUNTLET_TEST_TOKEN}" in repro.read_bytes()
+    replay = run_cli("replay", str(repro), "--header", "Authorization: Bearer ${GAUNTLET_TEST_TOKEN}",
+                     env={"GAUNTLET_TEST_TOKEN": SECRET}, timeout=120)
+    assert replay.returncode == 1 and "still fails" in replay.stdout, replay.stdout + replay.stderr
+    assert SECRET not in replay.stdout + replay.stderr
