@@ -36,11 +36,17 @@ from typing import Any, Protocol
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis.control import current_build_context
-from hypothesis.core import encode_failure
-from hypothesis.database import ExampleDatabase, choices_to_bytes
 
 from fuzz.findings import Evidence, Finding, FindingStore, PropertyRun
+from fuzz.hypothesis_compat import (
+    ExampleDatabase,
+    choices_to_bytes,
+    current_build_context,
+    encode_failure,
+    set_database_key,
+    set_seed,
+    shrink_time_limit,
+)
 from fuzz.oracle.model import Violation
 from fuzz.properties.base import Context, Property, all_properties
 from fuzz.properties.endpoints import open_endpoint
@@ -291,16 +297,17 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
         return None
     if spec.startswith(("redis://", "rediss://", "unix://")):
         try:
-            import redis
-            from hypothesis.extra.redis import RedisExampleDatabase
+            from fuzz.redis_database import ResilientRedisDatabase
+
+            db = ResilientRedisDatabase(spec)
         except ImportError:
-            raise UnusableTarget("--database redis://... needs the `redis` package (pip install redis)") from None
-        client = redis.Redis.from_url(spec)
+            raise UnusableTarget("--database redis://... needs the `redis` package "
+                                 "(pip install \"mcp-gauntlet[redis]\")") from None
         try:
-            client.ping()
+            db.ping()
         except Exception as exc:  # noqa: BLE001 - any connection problem is one line for the user
             raise UnusableTarget(f"cannot reach the example database {spec}: {exc}") from None
-        return RedisExampleDatabase(client)
+        return db
     from hypothesis.database import DirectoryBasedExampleDatabase
 
     return DirectoryBasedExampleDatabase(spec)
@@ -404,19 +411,16 @@ def run_job(
 
     # The example database is keyed by property, transport and target (Hypothesis hashes the
     # function and this digest), so workers and later campaigns on the same target share it.
-    body._hypothesis_internal_add_digest = f"{job.property}|{job.transport}|{job.target}".encode()  # type: ignore[attr-defined]
+    set_database_key(body, f"{job.property}|{job.transport}|{job.target}".encode())
     seeded = test_settings(given(prop.cases(ctx))(body))
-    seeded._hypothesis_internal_use_seed = job.seed  # type: ignore[attr-defined]  # what @seed sets
+    set_seed(seeded, job.seed)
     sink.job_started(job)
     note = ""
     error = ""
-    from hypothesis.internal.conjecture import engine as _engine
-
-    old_shrink = _engine.MAX_SHRINKING_SECONDS
-    _engine.MAX_SHRINKING_SECONDS = max(int(job.shrink_seconds), 1)
     interrupted = False
     try:
-        seeded()
+        with shrink_time_limit(job.shrink_seconds):
+            seeded()
     except _Budget:
         note = "stopped at its time share"
     except _Abort:
@@ -433,8 +437,6 @@ def run_job(
             error = f"{type(others[0]).__name__}: {others[0]}"
     except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
         error = f"{type(exc).__name__}: {exc}"
-    finally:
-        _engine.MAX_SHRINKING_SECONDS = old_shrink
     if interrupted:
         note = "interrupted"
     run_record = PropertyRun(job.property, job.transport, examples=state.executions,
@@ -688,6 +690,7 @@ class Progress:
     def __init__(self, mode: str = "auto", stream: Any = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        is_tty = is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"  # no escapes then
         self.live = mode == "bar" or (mode == "auto" and is_tty)
         self.quiet = mode == "never"
         self.total_examples: int | None = None

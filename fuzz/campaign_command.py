@@ -16,10 +16,21 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from targets import fork_server, validate
+from targets import extra_headers, fork_server, validate
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
-PROPERTY_NAMES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
+
+def property_names() -> tuple[str, ...]:
+    """Every registered property, in campaign order: derived from fuzz/properties/base.py's registry."""
+    from fuzz.properties.base import all_properties
+
+    return tuple(all_properties())
+
+
+def __getattr__(name: str) -> tuple[str, ...]:  # PROPERTY_NAMES, kept for importers, now derived
+    if name == "PROPERTY_NAMES":
+        return property_names()
+    raise AttributeError(name)
 DEFAULT_DATABASE = os.path.join(".hypothesis", "mcp-gauntlet")
 
 
@@ -48,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
     p.add_argument("--out", metavar="DIR", help="output directory (default ./gauntlet-out/fuzz-<timestamp>/)")
     p.add_argument("--properties", metavar="P,...",
-                   help=f"comma-separated subset of: {', '.join(PROPERTY_NAMES)} (default: all)")
+                   help=f"comma-separated subset of: {', '.join(property_names())} (default: all)")
     p.add_argument("--database", metavar="DIR|redis://...",
                    help=f"Hypothesis example database, shared between runs and workers (default {DEFAULT_DATABASE})")
     p.add_argument("--no-database", action="store_true", help="do not read or write an example database")
@@ -68,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write each finding as a standalone pytest regression test into DIR")
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
+    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="send this header on every HTTP request (repeatable); the value may name environment "
+                        "variables, e.g. 'Authorization: Bearer ${TOKEN}', expanded at send time and never "
+                        "written to reports or repro files")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     p.add_argument("--no-fork-server", action="store_true",
                    help="start every fresh process of a Python stdio target by plain spawning (default: fork it "
@@ -77,13 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _properties(text: str | None) -> list[str]:
+    known = property_names()
     if not text or text.strip() in ("all", "*"):
-        return list(PROPERTY_NAMES)
+        return list(known)
     names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in PROPERTY_NAMES]
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise UsageError(f"unknown propert{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)} "
-                         f"(choose from {', '.join(PROPERTY_NAMES)})")
+                         f"(choose from {', '.join(known)})")
     return list(dict.fromkeys(names))
 
 
@@ -148,7 +164,8 @@ def fuzz_main(argv: list[str]) -> int:
         props = _properties(args.properties)
         specs = _targets(args)
         args.mutation_patterns = _mutations(args.mutations, specs)
-    except UsageError as exc:
+        extra_headers.configure(args.header)
+    except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
     except TargetError as exc:

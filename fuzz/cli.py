@@ -22,7 +22,17 @@ commands:
   fuzz-client  play a scripted, hostile server and fuzz an MCP client
   load     a Locust load run with MRTR operations
 
-`mcp-gauntlet COMMAND --help` describes each command."""
+`mcp-gauntlet COMMAND --help` describes each command; `--version` (on any command) prints the
+version. Options may also come from MCP_GAUNTLET_* variables and [tool.mcp-gauntlet] in
+pyproject.toml (the command line wins; README: "Configuration")."""
+
+# Commands whose options may come from the environment and pyproject.toml (fuzz/config.py), with
+# where their argparse parser is built (imported only when that command runs).
+CONFIGURABLE = {
+    "fuzz": ("fuzz.campaign_command", "build_parser"),
+    "replay": ("fuzz.replay", "build_parser"),
+    "load": ("load.runner", "build_parser"),
+}
 
 
 def _serve(argv: list[str]) -> int:
@@ -78,17 +88,58 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 }
 
 
+def version_line() -> str:
+    """`mcp-gauntlet 0.1.0 (Hypothesis 6.170.17, Python 3.11.7)`: what a bug report needs."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    python = ".".join(str(n) for n in sys.version_info[:3])
+    return f"mcp-gauntlet {of('mcp-gauntlet')} (Hypothesis {of('hypothesis')}, Python {python})"
+
+
+def _asks_version(args: list[str]) -> bool:
+    head = args[: args.index("--")] if "--" in args else args
+    return "--version" in head
+
+
+def _configured(name: str, args: list[str]) -> list[str]:
+    """The command's arguments with MCP_GAUNTLET_* and [tool.mcp-gauntlet] options in front."""
+    if name not in CONFIGURABLE or any(a in ("-h", "--help") for a in args):
+        return args
+    import importlib
+
+    from fuzz.config import apply_config
+
+    module, builder = CONFIGURABLE[name]
+    return apply_config(name, args, getattr(importlib.import_module(module), builder)())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help", "help"}:
         print(USAGE)
         return 0 if args else 2
+    if args[0] in ("--version", "-V") or (args[0] in COMMANDS and _asks_version(args[1:])):
+        print(version_line())
+        return 0
     command = COMMANDS.get(args[0])
     if command is None:
         print(f"mcp-gauntlet: unknown command {args[0]!r}\n\n{USAGE}", file=sys.stderr)
         return 2
+    from fuzz.config import ConfigError
+
     try:
-        return command(args[1:])
+        rest = _configured(args[0], args[1:])
+    except ConfigError as exc:
+        print(f"mcp-gauntlet {args[0]}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return command(rest)
     except KeyboardInterrupt:
         print(f"mcp-gauntlet {args[0]}: interrupted", file=sys.stderr)
         return 130

@@ -30,6 +30,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how long the properties wait for each answer (default 5)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under HypoFuzz, let its hub see our (slow, process-spawning) tests from the start."""
+    from fuzz.hypothesis_compat import publish_hypofuzz_targets_early
+
+    publish_hypofuzz_targets_early()
+
+
 def target_from(config: pytest.Config) -> str | None:
     """The target the user asked for, or None for the built-in reference server."""
     try:
@@ -57,8 +64,12 @@ class McpSession:
         self.ctx = self.prepared.context()
         self.endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
 
+    def __repr__(self) -> str:  # shown in failures and Hypothesis' falsifying example: no address
+        return f"McpSession({self.spec.text!r})"
+
     def check(self, prop_name: str, data: Any) -> None:
         """Draw one case of the property, play it, and fail with the violations and transcript."""
+        __tracebackhide__ = True  # the failure is the server's: pytest shows the test, not this plugin
         from fuzz.properties.base import all_properties
         from fuzz.properties.executor import execute
         from fuzz.properties.judging import judge_run, primary

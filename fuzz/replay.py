@@ -22,7 +22,7 @@ import orjson
 
 from fuzz.oracle.model import Violation
 from fuzz.properties.case import Case, Step
-from targets import validate
+from targets import extra_headers, validate
 from targets.transcript import Transcript
 
 
@@ -149,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="wait per answer (default 5)")
     p.add_argument("--show", action="store_true", help="print the new transcript")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="send this header on every HTTP request, as `fuzz --header` (e.g. 'Authorization: Bearer ${TOKEN}')")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     return p
 
@@ -159,6 +161,7 @@ def replay_main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
         validate.seconds(args.timeout, "--timeout")  # an InputError is a ValueError: one line below
+        extra_headers.configure(args.header)  # a HeaderError is a ValueError: one line, exit 2
         doc = load_repro(Path(args.file))
         from fuzz.client.replay import is_client_repro, replay_client_document
 

@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 
 from fuzz.findings import Finding, PropertyRun, atomic_write
+from fuzz.markdown_summary import summary_bytes
+from fuzz.sarif import sarif_bytes
 from targets.wire import MODERN_VERSION
 
 # --- junit.xml ---
@@ -291,6 +293,10 @@ def write_reports(
     atomic_write(
         out_dir / "junit.xml", junit_xml(runs, findings, target=target, seed=seed, seconds=seconds)
     )
+    notes = list(notes)
+    atomic_write(out_dir / "results.sarif", sarif_bytes(findings, target=target, seed=seed))
+    atomic_write(out_dir / "summary.md", summary_bytes(runs, findings, target=target, seed=seed, examples=examples,
+                                                       seconds=seconds, interrupted=interrupted, notes=notes))
     atomic_write(
         out_dir / "report.html",
         report_html(

@@ -38,6 +38,7 @@ from strategies.frames import (
 )
 from strategies.mrtr import input_required_result, retry_for
 from strategies.schema_source import SchemaSource, default_source
+from targets import wire
 
 # -- expected reactions -------------------------------------------------------------------------
 
@@ -789,15 +790,7 @@ _RESPONSES = Expect(
 _NOT_JSON_HTTP = FOUR_XX | {202}
 
 _NEEDS_NAME = tuple(p.NAME_HEADER_SOURCE)
-_NO_NAME = (
-    "server/discover",
-    "tools/list",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/list",
-    "completion/complete",
-    "subscriptions/listen",
-)
+_NO_NAME = tuple(m for m in wire.MODERN_METHODS if m not in wire.NAME_HEADER_FIELD)
 
 
 def _m(name: str, rule: str, transport: str, level: str, description: str, expect: Expect, apply: Apply, **kw: Any):

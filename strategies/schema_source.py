@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator
 
 from strategies import errata
 from strategies.compiler import SchemaCompiler
+from targets import wire
 
 REVISION = "2026-07-28"
 DEFS_PREFIX = "#/$defs/"
@@ -326,18 +327,7 @@ def _revision_of(defs: dict[str, Any]) -> str | None:
 
 # Methods in the order the frames and the CLI list them: the simplest request first, so a
 # shrunk `any_valid_request()` lands on `server/discover`.
-METHOD_ORDER = (
-    "server/discover",
-    "tools/list",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/list",
-    "tools/call",
-    "resources/read",
-    "prompts/get",
-    "completion/complete",
-    "subscriptions/listen",
-)
+METHOD_ORDER = wire.MODERN_METHODS
 
 
 def _method_order(method: str) -> tuple[int, str]:

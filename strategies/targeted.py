@@ -28,6 +28,7 @@ from strategies import formats
 from strategies import http_headers as hh
 from strategies.compiler import CompileError, SchemaCompiler, constant, record
 from strategies.frames import request_ids, request_meta, valid_request
+from strategies.hjs_inputs import hjs_arguments, only_valid
 from strategies.schema_source import SchemaSource, default_source
 
 _TEMPLATE_VAR = re.compile(r"\{[+#./;?&]?([^{}]+)\}")
@@ -135,9 +136,12 @@ def expand_template(template: str, values: Mapping[str, str]) -> str:
 @functools.lru_cache(maxsize=512)
 def _arguments_for(schema_key: bytes) -> tuple[st.SearchStrategy[dict[str, Any]], bool]:
     schema = orjson.loads(schema_key)
+    via_hjs = hjs_arguments(schema)  # not/if/dependentRequired/pattern: hypothesis-jsonschema, when it works
+    if via_hjs is not None:
+        return via_hjs, True
     try:
         compiler = SchemaCompiler(schema)
-        return compiler.object_strategy(schema, sparse=False), True
+        return only_valid(schema, compiler.object_strategy(schema, sparse=False)), True
     except (CompileError, RecursionError, TypeError, ValueError, KeyError):
         fallback = st.dictionaries(formats.identifier(), SchemaCompiler(True).any_json(), max_size=3)
         return fallback, False

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from targets import wire
+from targets import extra_headers, wire
 from targets.connection import (
     DEFAULT_LINE_CAP,
     DEFAULT_TIMEOUT,
@@ -375,6 +375,7 @@ class HttpConnection(Connection):
         ep = self.endpoints[i]
         body, message = frame_bytes_and_message(frame)
         given = default_headers(message, http_method) if headers is None else dict(headers)
+        given.update(extra_headers.expanded())  # --header, ${VAR}s expanded now, at send time
         names = {k.lower() for k in given}
         wire_headers: list[tuple[str, str | bytes]] = list(given.items())
         if "host" not in names:
@@ -382,7 +383,7 @@ class HttpConnection(Connection):
         if "content-length" not in names and (body or http_method in ("POST", "PUT", "PATCH")):
             wire_headers.append(("Content-Length", str(len(body))))
         target = path or ep.path
-        recorded = {k: _header_text(v) for k, v in wire_headers}
+        recorded = {k: _header_text(v) for k, v in wire_headers} | extra_headers.shown()  # never the secret
         index = self._record(
             "send", proc=i, message=message, raw=body, headers=recorded, note=f"{http_method} {target}"
         )

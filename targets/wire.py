@@ -37,6 +37,23 @@ HEADER_MISMATCH: Final = -32020
 MISSING_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
+# The client requests of 2026-07-28, simplest first (a shrunk generated request lands on
+# server/discover). The one hand-kept copy of what the schema source (mcp-types) defines:
+# tests/test_method_lists.py checks it, and CACHEABLE / INPUT_REQUIRED below, against it; the
+# oracle, the properties and the generators take their method lists from here. (Not read from
+# mcp-types at import: `mcp_types.methods` costs seconds, and the oracle is on Locust's fast path.)
+MODERN_METHODS: Final = (
+    "server/discover",
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+    "tools/call",
+    "resources/read",
+    "prompts/get",
+    "completion/complete",
+    "subscriptions/listen",
+)
 INPUT_REQUIRED_METHODS: Final = frozenset({"tools/call", "resources/read", "prompts/get"})
 CACHEABLE_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",

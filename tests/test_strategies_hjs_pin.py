@@ -1,22 +1,29 @@
-"""Canary for the decision in strategies/compiler.py: our compiler, not hypothesis-jsonschema.
+"""Canary for the caps around hypothesis-jsonschema: fails the day they are wrong in either direction.
 
-hypothesis-jsonschema 0.23.1 calls `many.more()`, which Hypothesis removed in 6.170.10, so on
-the Hypothesis this project pins every object schema fails with AttributeError; it also cannot
-resolve the recursive `$ref` every MCP request reaches (JSONValue). When either stops being
-true, this test fails so that someone revisits the choice (and the benchmark's comparison).
+hypothesis-jsonschema 0.23.1 calls `many.more()`, which Hypothesis removed in 6.170.10, so the
+`hjs` extra caps Hypothesis below that and strategies/hjs_inputs.py switches itself off above it.
+This checks the installed pair: below the cap hjs must work (else the extra's range is wrong),
+at or above it hjs must still break (else lift the cap and let the newest Hypothesis use it). It
+also keeps the reason our compiler owns the MCP message schema: recursive `$ref` stays
+unresolvable. CI runs this file in both environments: the newest (hjs absent or broken) and
+.venv-lowest (Hypothesis 6.140.2 with hjs).
 """
 
 from __future__ import annotations
 
-from importlib.metadata import version
+import tomllib
+from pathlib import Path
 
+import hypothesis
 import pytest
 from hypothesis import HealthCheck, given, settings
+from packaging.requirements import Requirement
+from packaging.version import Version
 
-hjs = pytest.importorskip("hypothesis_jsonschema")
+from strategies.hjs_inputs import HJS_BREAKS_AT, hjs_works
 
-PINNED_HYPOTHESIS = "6.170.17"
-KNOWN_BROKEN_HJS = "0.23.1"
+hjs = pytest.importorskip("hypothesis_jsonschema", reason="hypothesis-jsonschema not installed (the hjs extra)")
+BROKEN_ON_THIS_HYPOTHESIS = Version(hypothesis.__version__) >= Version(HJS_BREAKS_AT)
 
 
 def _draw_once(strategy) -> None:
@@ -28,25 +35,27 @@ def _draw_once(strategy) -> None:
     draw()
 
 
-def test_the_pins_still_match():
-    assert version("hypothesis") == PINNED_HYPOTHESIS, "Hypothesis pin changed: re-check hypothesis-jsonschema"
-    assert version("hypothesis-jsonschema") == KNOWN_BROKEN_HJS, "hypothesis-jsonschema changed: re-check it"
+def test_the_extra_caps_hypothesis_where_hjs_breaks():
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    hyp = next(Requirement(r) for r in extras["project"]["optional-dependencies"]["hjs"] if r.startswith("hypothesis>"))
+    assert Version(HJS_BREAKS_AT) not in hyp.specifier
+    assert all(Version(HJS_BREAKS_AT) <= Version(s.version) for s in hyp.specifier if s.operator == "<")
 
 
-def test_hypothesis_jsonschema_still_breaks_on_object_schemas():
+def test_hjs_works_exactly_below_the_cap():
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
-    try:
-        _draw_once(hjs.from_schema(schema))
-    except AttributeError as exc:
-        assert "more" in str(exc)
-    else:
-        pytest.fail(
-            "hypothesis-jsonschema now generates object schemas on the pinned Hypothesis: "
-            "revisit strategies/compiler.py (we compile tool arguments ourselves because it did not)"
-        )
+    if BROKEN_ON_THIS_HYPOTHESIS:
+        with pytest.raises(AttributeError, match="more"):
+            _draw_once(hjs.from_schema(schema))
+        assert not hjs_works(), "hjs_inputs must switch itself off where hjs breaks"
+        return
+    _draw_once(hjs.from_schema(schema))
+    assert hjs_works()
 
 
 def test_hypothesis_jsonschema_still_cannot_resolve_recursive_refs():
+    if BROKEN_ON_THIS_HYPOTHESIS:
+        pytest.skip("hjs does not run at all on this Hypothesis")
     schema = {
         "$defs": {"J": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/J"}}]}},
         "$ref": "#/$defs/J",

@@ -16,10 +16,7 @@ from targets import wire
 FrameKind = Literal["request", "notification", "response", "invalid", "unparseable", "batch", "empty", "split"]
 ServerKind = Literal["result", "error", "notification", "request", "invalid"]
 
-MODERN_METHODS: Final = frozenset({
-    "server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
-    "resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
-})
+MODERN_METHODS: Final = frozenset(wire.MODERN_METHODS)
 KNOWN_VERSIONS: Final = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"})
 # Server capability that gates each method (DISC-07); discover and listen need none.
 METHOD_CAPABILITY: Final = {

@@ -48,6 +48,9 @@ class Property(ABC):
     #: Relative share of the campaign budget (fresh-process properties cost more per example).
     weight: ClassVar[float] = 1.0
 
+    def __repr__(self) -> str:  # appears in Hypothesis' "Draw 1 (case): ..." lines: no memory address
+        return f"{type(self).__name__}()"
+
     @abstractmethod
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         """The cases this property draws for `ctx`."""

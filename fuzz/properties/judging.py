@@ -14,6 +14,7 @@ from fuzz.findings import Evidence, strength_rank
 from fuzz.oracle.model import Violation
 from fuzz.properties.base import Context, Property, expectations_of, violation_json
 from fuzz.properties.executor import Run
+from targets import wire
 
 
 def oracle_judge(run: Run, ctx: Context) -> list[Violation]:
@@ -81,8 +82,7 @@ def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
 
 #: Methods a finding is bucketed under by name; any other name (fuzzers invent many) is one bucket.
 KNOWN_METHODS = frozenset({
-    "server/discover", "tools/list", "tools/call", "resources/list", "resources/templates/list",
-    "resources/read", "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
+    *wire.MODERN_METHODS,
     "notifications/cancelled", "initialize", "notifications/initialized", "ping", "logging/setLevel",
     "resources/subscribe", "resources/unsubscribe",
 })

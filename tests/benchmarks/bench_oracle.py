@@ -1,6 +1,6 @@
 """How fast the oracle judges: a long transcript with `judge`, single pairs with `judge_response`.
 
-Run: /work/venv/bin/python tests/benchmarks/bench_oracle.py [PAIRS]
+Run: python tests/benchmarks/bench_oracle.py [PAIRS]
 The last line compares the per-pair cost of the two paths measured in this run, and the cost of
 the Locust hot path (schema validation left out) against the full fast path.
 """

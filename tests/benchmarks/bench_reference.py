@@ -6,7 +6,7 @@ alternates 0.25 s slices between them, so both are measured under the same machi
 printed ratio is meaningful even where the absolute numbers are not (a shared CI box is noisy).
 The SDK server is `tests/servers/sdk_server.py` (its HTTP side with `--json-response`).
 
-    /work/venv/bin/python tests/benchmarks/bench_reference.py [-n 2000] [--seconds 8] [--min-ratio 5]
+    python tests/benchmarks/bench_reference.py [-n 2000] [--seconds 8] [--min-ratio 5]
 
 The last line is the one summary line; with --min-ratio the exit status is 1 when a ratio is lower.
 """

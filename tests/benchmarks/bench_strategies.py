@@ -12,12 +12,17 @@ What is measured, per method of 2026-07-28 and for a few tool inputSchemas:
 - hjs/exact: hypothesis-jsonschema on that exact schema (it fails: recursive $ref);
 - hjs/unrolled: hypothesis-jsonschema on the same schema with its recursive $refs unrolled
   to the depth our compiler uses (what it needs to run at all) -> frames/s and the ratio.
+And both paths for tool inputSchemas with `not`, `if`/`then`/`else`, `dependentRequired`,
+`pattern` (strategies/hjs_inputs.py; the schemas of tests/test_strategies_hjs.py): valid
+arguments per CPU-second from `tool_arguments` on this Hypothesis (our compiler plus the validity
+filter: the path on the newest Hypothesis) and from hypothesis-jsonschema plus the same filter
+(the path with the `hjs` extra) -> the second ratio in the summary line.
 Throughput is frames per CPU-second of the generating process, one frame per Hypothesis
 example (how properties use them), generate phase only, each measurement capped by a CPU
 budget: other load on the machine distorts CPU time less than wall time, and
 hypothesis-jsonschema on these schemas needs the cap (seconds per frame).
 
-Run:  /work/venv/bin/python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
+Run:  python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
 Ends with one summary line.
 """
 
@@ -90,6 +95,7 @@ HJS_RUNNER = textwrap.dedent(
 
     schema = json.load(open(sys.argv[1]))
     frames, budget = int(sys.argv[2]), float(sys.argv[3])
+    only_valid = len(sys.argv) > 4  # what strategies/hjs_inputs.only_valid does to hjs' output
     start = time.process_time()
     count = 0
 
@@ -101,6 +107,9 @@ HJS_RUNNER = textwrap.dedent(
 
     try:
         strategy = from_schema(schema)
+        if only_valid:
+            from jsonschema import Draft202012Validator
+            strategy = strategy.filter(Draft202012Validator(schema).is_valid)
 
         @settings(max_examples=frames, database=None, deadline=None,
                   phases=[Phase.generate], suppress_health_check=list(HealthCheck))
@@ -160,10 +169,11 @@ def unroll(doc: dict[str, Any], depth: int) -> Any:
     return walk({k: v for k, v in doc.items() if k != "$defs"}, {})
 
 
-def run_hjs(python: Path, runner: Path, schema_file: Path, frames: int, budget: float) -> dict[str, Any]:
+def run_hjs(python: Path, runner: Path, schema_file: Path, frames: int, budget: float,
+            only_valid: bool = False) -> dict[str, Any]:
     """Run one schema under hypothesis-jsonschema; stop it at the budget; the last progress line."""
     proc = subprocess.Popen(
-        [str(python), str(runner), str(schema_file), str(frames), str(budget)],
+        [str(python), str(runner), str(schema_file), str(frames), str(budget), *(["valid"] if only_valid else [])],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     last: dict[str, Any] = {"frames": 0, "rate": 0.0, "error": "no output"}
@@ -244,6 +254,13 @@ def main(argv: list[str]) -> int:
         rate = measure_ours(SchemaCompiler(schema).strategy(), args.frames, args.budget)
         ours[name] = {"frame": rate, "schema": rate}
         print(f"  ours {name:26} arguments {rate['rate']:7.0f}/s", flush=True)
+    from strategies.targeted import tool_arguments
+    from tests.test_strategies_hjs import HARD_SCHEMAS
+
+    hard_ours = {}
+    for name, schema in HARD_SCHEMAS.items():
+        hard_ours[name] = measure_ours(tool_arguments({"name": name, "inputSchema": schema})[0], args.frames, args.budget)
+        print(f"  ours hard:{name:21} arguments {hard_ours[name]['rate']:7.0f}/s", flush=True)
 
     python = ensure_venv(Path(args.venv))
     hjs: dict[str, dict[str, Any]] = {}
@@ -261,6 +278,13 @@ def main(argv: list[str]) -> int:
                 hjs[name][variant] = last
                 shown = last.get("error") or f"{last.get('rate', 0):.1f}/s ({last.get('frames', 0)} frames)"
                 print(f"  hjs  {name:26} {variant:9} {shown}", flush=True)
+        hard_hjs = {}
+        for name, schema in HARD_SCHEMAS.items():
+            schema_file = Path(tmp) / "schema.json"
+            schema_file.write_text(json.dumps(schema))
+            hard_hjs[name] = run_hjs(python, runner, schema_file, args.frames, args.budget, only_valid=True)
+            got = hard_hjs[name]
+            print(f"  hjs  hard:{name:21} {got.get('error') or format(got.get('rate', 0.0), '.1f') + '/s'}", flush=True)
 
     print()
     print(f"ours: Hypothesis {hyp_version} (pinned); hypothesis-jsonschema 0.23.1 on Hypothesis {hjs_version}")
@@ -282,12 +306,23 @@ def main(argv: list[str]) -> int:
         print(
             f"{name:28} {ours[name]['frame']['rate']:>9.0f}/s {mine:>10.0f}/s {theirs:>13} {ratio_text:>7}  {exact_note[:60]}"
         )
+    print(f"\n{'tool inputSchema (hard keywords)':34} {'compiler+filter':>16} {'hjs+filter':>11} {'ratio':>7}")
+    hard_ratios = []
+    for name in HARD_SCHEMAS:
+        mine, theirs = hard_ours[name]["rate"], hard_hjs[name].get("rate") or 0.0
+        ratio_text = "-"
+        if theirs and "error" not in hard_hjs[name]:
+            hard_ratios.append(mine / theirs)
+            ratio_text = f"{mine / theirs:.1f}x"
+        print(f"{name:34} {mine:>14.0f}/s {theirs:>9.0f}/s {ratio_text:>7}")
+    hard_median = statistics.median(hard_ratios) if hard_ratios else float("nan")
     call = ours["tools/call"]["frame"]["rate"]
     median = statistics.median(ratios) if ratios else float("nan")
     exact_failures = sum(1 for n in cases if "error" in hjs[n]["exact"])
     print(
         f"bench_strategies: ours/hypothesis-jsonschema median ratio {median:.1f}x over {len(ratios)} schemas "
-        f"(frames per CPU-second); tools/call frames {call:.0f}/s; hjs failed {exact_failures}/{len(cases)} exact schemas"
+        f"(frames per CPU-second); tools/call frames {call:.0f}/s; hjs failed {exact_failures}/{len(cases)} exact schemas; "
+        f"hard tool schemas compiler+filter/hjs+filter median {hard_median:.1f}x over {len(hard_ratios)}"
     )
     return 0
 

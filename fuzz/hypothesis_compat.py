@@ -1,0 +1,155 @@
+"""Every Hypothesis internal mcp-gauntlet touches, in one place.
+
+Why: the campaign needs a few things Hypothesis does not offer publicly (the choice sequence of the
+running example as a cache key, the failure blob a replay decodes, a shrink-time limit per property,
+a per-target database key and a seed that keeps the example database on). Hypothesis may rename
+any of them in a patch release; with all of them here, `tests/test_hypothesis_compat.py` checks
+each on the installed Hypothesis and fails loudly, naming what moved, instead of a campaign
+silently shrinking for ever or sharing one database key across targets.
+
+The supported range is pyproject.toml's (`hypothesis>=6.140.2`); CI runs the lowest and newest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import hypothesis
+from hypothesis.control import current_build_context
+from hypothesis.core import encode_failure
+from hypothesis.database import ExampleDatabase, choices_to_bytes
+from hypothesis.internal.conjecture import engine as _engine
+
+__all__ = [
+    "ExampleDatabase", "check_internals", "choices_to_bytes", "current_build_context", "encode_failure",
+    "set_database_key", "set_seed", "shrink_time_limit",
+]
+
+# Attribute names Hypothesis reads from a test function (what @seed sets; what `given` hashes into
+# the database key besides the function's own source).
+_SEED_ATTR = "_hypothesis_internal_use_seed"
+_DIGEST_ATTR = "_hypothesis_internal_add_digest"
+
+
+def set_database_key(body: Callable[..., Any], digest: bytes) -> None:
+    """Key the example database by `digest` too, so workers and later campaigns on one target share it."""
+    setattr(body, _DIGEST_ATTR, digest)
+
+
+def set_seed(test: Callable[..., Any], seed: int) -> None:
+    """What `@seed` sets, without `@seed`'s side effect of switching the example database off."""
+    setattr(test, _SEED_ATTR, seed)
+
+
+@contextlib.contextmanager
+def shrink_time_limit(seconds: float) -> Iterator[None]:
+    """Bound Hypothesis' shrinking of one test to `seconds` (whole seconds, at least 1), then restore."""
+    old = _engine.MAX_SHRINKING_SECONDS
+    _engine.MAX_SHRINKING_SECONDS = max(int(seconds), 1)
+    try:
+        yield
+    finally:
+        _engine.MAX_SHRINKING_SECONDS = old
+
+
+def check_internals() -> list[str]:
+    """What is missing or changed on the installed Hypothesis; empty when everything above works.
+
+    Exercises each internal for real (a tiny seeded test with a digest), not only its name.
+    """
+    problems: list[str] = []
+    if not isinstance(getattr(_engine, "MAX_SHRINKING_SECONDS", None), int):
+        problems.append("hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS is gone or not an int")
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    seen: list[tuple[bytes, bool, str]] = []
+
+    @settings(max_examples=3, database=None, deadline=None)
+    @given(st.integers(0, 10))
+    def probe(value: int) -> None:
+        build = current_build_context()
+        choices = build.data.choices
+        seen.append((choices_to_bytes(choices), bool(build.is_final), encode_failure(choices).decode("ascii")))
+
+    set_seed(probe, 1)
+    try:
+        with shrink_time_limit(2):
+            probe()
+            first, seen[:] = list(seen), []
+            probe()
+    except Exception as exc:  # noqa: BLE001 - any failure here is a changed internal
+        problems.append(f"running a seeded test through the internals failed: {type(exc).__name__}: {exc}")
+        return problems
+    if not seen:
+        problems.append("the probe test ran no example")
+    elif not all(isinstance(k, bytes) and blob for k, _, blob in seen):
+        problems.append("choices_to_bytes / encode_failure no longer return bytes")
+    if [k for k, _, _ in first] != [k for k, _, _ in seen]:
+        problems.append(f"{_SEED_ATTR} no longer makes a test's examples repeat")
+    if _database_keys(b"a") == _database_keys(b"b"):
+        problems.append(f"{_DIGEST_ATTR} no longer changes the example database key")
+    return problems
+
+
+def _database_keys(digest: bytes) -> set[bytes]:
+    """The keys a failing test saves under when keyed by `digest` (same source, different digest)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+    from hypothesis.database import InMemoryExampleDatabase
+
+    db = InMemoryExampleDatabase()
+
+    def body(value: int) -> None:
+        raise ValueError(value)
+
+    set_database_key(body, digest)
+    test = settings(database=db, max_examples=1, deadline=None, phases=(Phase.generate,),
+                    suppress_health_check=list(HealthCheck), print_blob=False)(given(st.integers())(body))
+    with contextlib.suppress(ValueError):
+        test()
+    return set(db.data)
+
+
+HYPOTHESIS_VERSION = hypothesis.__version__
+
+
+# --- HypoFuzz (the `hypofuzz` extra), only when it is running this process ---
+
+HYPOFUZZ_CHUNK_NOTE = (
+    "a HypoFuzz 25.x worker tells the hub which tests it still fuzzes only after a chunk of 100 "
+    "examples, and the hub, 60 s after start, exits when no worker has told it anything"
+)
+
+
+def publish_hypofuzz_targets_early() -> bool:
+    """Make a HypoFuzz worker report its live tests as soon as it has them, not after 100 examples.
+
+    Why: our properties spawn servers, so 100 examples take minutes; the hub's first check comes
+    after 60 s, finds every worker's list still empty, and exits saying "Found a failing input for
+    every test!" with nothing found (`HYPOFUZZ_CHUNK_NOTE`). Wrapping the worker's
+    `_update_targets` to publish `valid_nodeids` right away keeps the hub's own rule (exit once
+    every test has failed) and removes only the start-up race. Returns False when HypoFuzz is not
+    running here or its worker no longer looks the way this expects (then nothing is changed).
+    """
+    import sys
+
+    module = sys.modules.get("hypofuzz.hypofuzz")
+    worker = getattr(module, "FuzzWorker", None)
+    original = getattr(worker, "_update_targets", None)
+    if worker is None or original is None or not isinstance(getattr(worker, "valid_targets", None), property):
+        return False
+    if getattr(original, "_mcp_gauntlet_early", False):
+        return True
+
+    def _update_targets(self: Any, nodeids: Any) -> None:
+        original(self, nodeids)
+        state = getattr(self, "shared_state", None)
+        if state is not None:
+            state["worker_state"]["valid_nodeids"] = [t.nodeid for t in self.valid_targets]
+
+    _update_targets._mcp_gauntlet_early = True  # type: ignore[attr-defined]
+    worker._update_targets = _update_targets
+    return True

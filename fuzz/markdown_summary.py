@@ -1,0 +1,52 @@
+"""`summary.md`: a short Markdown page for `$GITHUB_STEP_SUMMARY` (and any CI that shows Markdown).
+
+Why: the job page is where people look first; junit.xml needs a plugin and report.html an
+artifact download. This is one table of findings with the replay command for each, then one line
+per property run, and it stays small (findings are capped) so a step summary never overflows.
+`cat gauntlet-report/summary.md >> "$GITHUB_STEP_SUMMARY"` publishes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from fuzz.findings import Finding, PropertyRun
+
+MAX_ROWS = 50
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_summary(
+    runs: Sequence[PropertyRun], findings: Sequence[Finding], *, target: str, seed: int | None,
+    examples: int, seconds: float, interrupted: bool = False, notes: Iterable[str] = (),
+) -> str:
+    verdict = f"{len(findings)} finding{'s' * (len(findings) != 1)}" if findings else "no findings"
+    lines = [
+        f"## mcp-gauntlet fuzz: {verdict}",
+        "",
+        f"Target `{_cell(target)}`, seed {seed}, {examples} examples in {seconds:.0f} s"
+        + (" (interrupted)" if interrupted else "") + ".",
+        "",
+    ]
+    lines += [f"> note: {_cell(n)}" for n in notes]
+    if findings:
+        lines += ["| strength | rule | finding | method | transport | seen | reproduce |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for f in findings[:MAX_ROWS]:
+            lines.append(f"| {f.strength} | {f.rule} | {_cell(f.title)} | {_cell(f.method or '-')} | {f.transport}"
+                         f" | {f.count} | `mcp-gauntlet replay {_cell(f.repro)}` |")
+        if len(findings) > MAX_ROWS:
+            lines.append(f"\n{len(findings) - MAX_ROWS} more in findings.json and report.html.")
+        lines.append("")
+    lines += ["| property | transport | examples | seconds | status |", "| --- | --- | --- | --- | --- |"]
+    for r in runs:
+        status = f"harness error: {r.error}" if r.error else (r.note or ("skipped" if r.skipped else "ok"))
+        lines.append(f"| {r.property} | {r.transport} | {r.examples} | {r.seconds:.1f} | {_cell(status)} |")
+    return "\n".join(lines) + "\n"
+
+
+def summary_bytes(runs: Sequence[PropertyRun], findings: Sequence[Finding], **kwargs: object) -> bytes:
+    return markdown_summary(runs, findings, **kwargs).encode("utf-8")  # type: ignore[arg-type]

@@ -1,0 +1,67 @@
+"""`--header 'NAME: VALUE'`: headers every HTTP request to the target carries (auth, tenancy).
+
+Why this shape: a server behind authentication needs e.g. `Authorization: Bearer <token>`, and
+the token must stay out of command lines, reports and repro files. So a value may name
+environment variables (`Bearer ${TOKEN}`), expanded only when a request is sent; what the
+transcript records (and so every report and repro file) is the template, never the value. A
+literal value of a credential header (Authorization, Cookie, ...) is recorded as `<redacted>`.
+
+The headers travel to worker processes and replays in one environment variable
+(`HEADERS_ENV`, a JSON list of templates), so no driver signature changes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+import orjson
+
+HEADERS_ENV = "MCP_GAUNTLET_HTTP_HEADER_TEMPLATES"
+SENSITIVE = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+REDACTED = "<redacted>"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
+
+
+class HeaderError(ValueError):
+    """A `--header` that cannot be used; the message is one line."""
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    name, value = name.strip(), value.strip()
+    if not sep or not _NAME.match(name):
+        raise HeaderError(f"--header {text!r}: expected 'NAME: VALUE', e.g. 'Authorization: Bearer ${{TOKEN}}'")
+    if name.lower() in ("host", "content-length", "content-type"):
+        raise HeaderError(f"--header {name}: the harness sets this header itself")
+    return name, value
+
+
+def configure(texts: Iterable[str], environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Check each `--header` (syntax, every ${VAR} set) and hand them to the drivers of this process tree."""
+    env = os.environ if environ is None else environ
+    headers = [parse_header(t) for t in texts]
+    for name, value in headers:
+        missing = [v for v in _VAR.findall(value) if v not in env]
+        if missing:
+            raise HeaderError(f"--header {name}: environment variable {missing[0]} is not set")
+    os.environ[HEADERS_ENV] = orjson.dumps(headers).decode()
+    return headers
+
+
+def _templates() -> list[tuple[str, str]]:
+    raw = os.environ.get(HEADERS_ENV)
+    return [(str(n), str(v)) for n, v in orjson.loads(raw)] if raw else []
+
+
+def expanded() -> dict[str, str]:
+    """The configured headers with their variables' current values: what goes on the wire."""
+    return {name: _VAR.sub(lambda m: os.environ.get(m.group(1), ""), value) for name, value in _templates()}
+
+
+def shown() -> dict[str, str]:
+    """The same headers as the transcript records them: templates, and no literal credential."""
+    return {name: value if _VAR.search(value) or name.lower() not in SENSITIVE else REDACTED
+            for name, value in _templates()}

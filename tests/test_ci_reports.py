@@ -1,0 +1,58 @@
+"""results.sarif and summary.md beside junit.xml, from real campaigns: a mutant and the reference.
+
+SARIF is checked for what code-scanning uploaders require (version, runs[].tool.driver.name,
+results with ruleId, level, message.text, a location, a stable fingerprint) and agrees with
+findings.json one to one; the Markdown summary names every finding with its replay command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from fuzz_support import reference_stdio, run_cli
+
+
+@pytest.fixture(scope="module")
+def mutant_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("sarif")
+    proc = run_cli("fuzz", "--target", reference_stdio(tmp / "db.sqlite3", "null-id-accepted"), "--properties", "ids",
+                   "--max-examples", "10", "--seed", "1", "--no-database", "--out", str(tmp / "out"),
+                   "--progress", "never")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    return tmp / "out"
+
+
+def test_sarif_lists_every_finding_with_level_location_and_fingerprint(mutant_out: Path):
+    sarif = orjson.loads((mutant_out / "results.sarif").read_bytes())
+    findings = orjson.loads((mutant_out / "findings.json").read_bytes())["findings"]
+    assert sarif["version"] == "2.1.0" and len(sarif["runs"]) == 1
+    run = sarif["runs"][0]
+    assert run["tool"]["driver"]["name"] == "mcp-gauntlet"
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {f["rule"] for f in findings}
+    assert [r["partialFingerprints"]["mcpGauntletFinding/v1"] for r in run["results"]] == [f["id"] for f in findings]
+    for result, finding in zip(run["results"], findings, strict=True):
+        assert result["ruleId"] == finding["rule"] == "RPC-04" and result["level"] == "error"  # a MUST
+        uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert uri == finding["repro"] and (mutant_out / uri).is_file()
+        assert finding["title"] in result["message"]["text"]
+
+
+def test_markdown_summary_names_each_finding_and_its_replay(mutant_out: Path):
+    text = (mutant_out / "summary.md").read_text()
+    findings = orjson.loads((mutant_out / "findings.json").read_bytes())["findings"]
+    assert text.startswith(f"## mcp-gauntlet fuzz: {len(findings)} finding")
+    for f in findings:
+        assert f"`mcp-gauntlet replay {f['repro']}`" in text
+    assert "| ids | stdio |" in text
+
+
+def test_a_clean_campaign_has_empty_sarif_results_and_says_no_findings(tmp_path: Path):
+    proc = run_cli("fuzz", "--target", reference_stdio(tmp_path / "db.sqlite3"), "--properties", "ids",
+                   "--max-examples", "6", "--seed", "2", "--no-database", "--out", str(tmp_path / "out"),
+                   "--progress", "never")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sarif = orjson.loads((tmp_path / "out" / "results.sarif").read_bytes())
+    assert sarif["runs"][0]["results"] == [] and sarif["runs"][0]["tool"]["driver"]["rules"] == []
+    assert (tmp_path / "out" / "summary.md").read_text().startswith("## mcp-gauntlet fuzz: no findings")

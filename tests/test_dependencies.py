@@ -1,0 +1,87 @@
+"""Dependencies are ranges, each one used, each lower bound the one CI installs.
+
+mcp-gauntlet installs into its users' test environments, so its requirements are theirs: a pin
+would fight their Hypothesis, an unused package is weight they carry, and a lower bound nobody ran
+is a promise nobody kept (.ci/lowest.sh runs the fast suite on .ci/constraints-lowest.txt).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME_DIRS = ("fuzz", "load", "strategies", "targets")
+# Distribution name -> the module it is imported as, where the two differ.
+IMPORT_NAME = {"mcp-types": "mcp_types", "hypothesis-jsonschema": "hypothesis_jsonschema"}
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _runtime() -> list[Requirement]:
+    return [Requirement(r) for r in _project()["dependencies"]]
+
+
+def _runtime_source() -> str:
+    return "\n".join(p.read_text() for d in RUNTIME_DIRS for p in (ROOT / d).rglob("*.py"))
+
+
+def test_no_runtime_dependency_is_pinned_and_none_caps_hypothesis():
+    for req in _runtime():
+        assert not any(s.operator in ("==", "===", "~=") for s in req.specifier), f"{req} is a pin"
+        assert any(s.operator == ">=" for s in req.specifier), f"{req} has no tested lower bound"
+    hyp = next(r for r in _runtime() if r.name == "hypothesis")
+    assert Version("6.170.17") in hyp.specifier and Version("6.999.0") in hyp.specifier
+
+
+@pytest.mark.parametrize("req", _runtime(), ids=lambda r: r.name)
+def test_every_runtime_dependency_is_imported_by_runtime_code(req: Requirement):
+    module = IMPORT_NAME.get(req.name, req.name.replace("-", "_"))
+    pattern = rf"^\s*(import {module}\b|from {module}(\.| import))"
+    assert re.search(pattern, _runtime_source(), re.M), f"{req.name} is declared but no runtime module imports it"
+
+
+def test_the_lowest_constraints_are_exactly_the_declared_lower_bounds():
+    lowest = {}
+    for line in (ROOT / ".ci" / "constraints-lowest.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, ver = line.partition("==")
+            lowest[name.strip()] = ver.strip()
+    declared = list(_runtime())
+    for extra, reqs in _project()["optional-dependencies"].items():
+        if extra != "test":
+            declared += [Requirement(r) for r in reqs]
+    for req in declared:
+        low = next((s.version for s in req.specifier if s.operator == ">="), None)
+        if req.name in lowest and low is not None:
+            assert Version(lowest[req.name]) == Version(low), f"{req}: constraints-lowest has {lowest[req.name]}"
+    missing = {r.name for r in _runtime()} - set(lowest)
+    assert not missing, f"lower bounds not tested by .ci/constraints-lowest.txt: {missing}"
+
+
+@pytest.mark.slow
+def test_installing_mcp_gauntlet_keeps_a_newer_hypothesis_already_there(tmp_path: Path):
+    """The resolver, asked to install us beside the Hypothesis in this environment, leaves it alone."""
+    import hypothesis
+
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
+         "--report", str(report), str(ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import orjson
+
+    installs = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in orjson.loads(report.read_bytes())["install"]}
+    assert "hypothesis" not in installs, f"pip would replace Hypothesis {hypothesis.__version__} with {installs['hypothesis']}"

@@ -1,0 +1,76 @@
+"""The property suite under HypoFuzz, run as HypoFuzz's docs say: `hypothesis fuzz -- PYTEST_ARGS`.
+
+Needs the `hypofuzz` extra (HypoFuzz 25.11.1 works on Hypothesis >= 6.140.2, < 6.157.1), so it
+runs in CI's .venv-lowest (.ci/lowest.sh) and skips where HypoFuzz is absent or cannot work.
+Two runs, both bounded:
+- on a mutant (null ids accepted) HypoFuzz finds the bug and its hub stops by itself, saying so;
+- on the correct reference server it is still fuzzing after the hub's first 60 s check. Before
+  fuzz/hypothesis_compat.publish_hypofuzz_targets_early it exited there, claiming "Found a
+  failing input for every test!" because our process-spawning examples do not finish HypoFuzz's
+  first 100-example chunk in 60 s.
+`-p no:locust`: Locust's own pytest plugin imports Locust, whose gevent monkey-patching breaks
+the multiprocessing manager HypoFuzz's hub uses.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fuzz_support import reference_stdio
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("hypofuzz", reason="HypoFuzz is not installed (pip install 'mcp-gauntlet[hypofuzz]')")
+HYPOTHESIS_CLI = Path(sys.executable).with_name("hypothesis")
+DONE = "Found a failing input for every test!"
+
+
+def _start(tmp_path: Path, target: str, test: str) -> subprocess.Popen[str]:
+    if not HYPOTHESIS_CLI.exists() and not shutil.which("hypothesis"):
+        pytest.skip("no `hypothesis` command beside this interpreter")
+    env = {**os.environ, "MCP_GAUNTLET_TARGET": target}
+    return subprocess.Popen(
+        [str(HYPOTHESIS_CLI), "fuzz", "-n", "1", "--no-dashboard", "--",
+         "--pyargs", "fuzz.properties.suite", "-k", test, "-p", "no:locust", "-p", "no:cacheprovider"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=20)
+    return out
+
+
+def test_hypofuzz_finds_a_mutants_bug_and_stops(tmp_path: Path) -> None:
+    proc = _start(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "test_ids")
+    try:
+        proc.wait(timeout=240)
+    except subprocess.TimeoutExpired:
+        pass
+    finished = proc.poll() is not None
+    out = _stop(proc)
+    assert finished, f"HypoFuzz did not stop after finding the bug:\n{out[-3000:]}"
+    assert "using 1 process to fuzz 1 test" in out and DONE in out, out[-3000:]
+
+
+def test_hypofuzz_keeps_fuzzing_a_correct_server_past_the_hubs_first_check(tmp_path: Path) -> None:
+    proc = _start(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "test_handoff")
+    deadline = time.monotonic() + 80  # the hub's first check comes 60 s after it starts
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(1)
+    still_running = proc.poll() is None
+    out = _stop(proc)
+    assert "using 1 process to fuzz 1 test" in out, out[-3000:]
+    assert still_running and DONE not in out, f"the hub gave up on a correct server:\n{out[-3000:]}"
