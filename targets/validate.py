@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import uuid
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, get_args
 from urllib.parse import urlsplit
 
 from targets.target_spec import is_loopback_host
+from targets.transcript import EventKind
 
 # The longest wait any option may ask for: a week. More than that is a typo, and values near
 # float's range overflow poll()'s milliseconds and socket timeouts.
@@ -90,8 +91,7 @@ _DOC_FIELDS: Final[dict[str, tuple[type, ...]]] = {
     "rule": (str, type(None)), "transport": (str, type(None)), "case": (dict, type(None)),
     "seed": (int, type(None)),
 }
-_KINDS: Final = frozenset({"spawn", "send", "recv", "http", "noise", "oversize", "timeout", "closed", "exit",
-                           "stderr", "error"})
+_KINDS: Final = frozenset(get_args(EventKind))  # the transcript's own list: one place names the kinds
 
 
 def repro_document(doc: Any, name: str) -> dict[str, Any]:

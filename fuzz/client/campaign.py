@@ -16,14 +16,20 @@ from typing import Any
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis.control import current_build_context
-from hypothesis.core import encode_failure
-from hypothesis.database import DirectoryBasedExampleDatabase, choices_to_bytes
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from fuzz.client.behaviours import client_cases
 from fuzz.client.case import ClientCase
 from fuzz.client.runner import ClientCommand, run_case
 from fuzz.findings import Evidence, FindingStore, PropertyRun, strength_rank
+from fuzz.hypothesis_compat import (
+    choices_to_bytes,
+    current_build_context,
+    encode_failure,
+    set_database_key,
+    set_seed,
+    shrink_time_limit,
+)
 from fuzz.oracle.client_rules import judge_client
 from fuzz.oracle.model import Violation
 from targets.transcript import Transcript
@@ -85,8 +91,6 @@ def evidence_for(case: ClientCase, transcript: Transcript, violations: list[Viol
 
 
 def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCampaignResult:
-    from hypothesis.internal.conjecture import engine as _engine
-
     started = time.monotonic()
     command = config.command
     gen_deadline = started + config.duration if config.duration is not None else float("inf")
@@ -130,15 +134,14 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
         print_blob=False, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
         verbosity=Verbosity.quiet,
     )
-    body._hypothesis_internal_add_digest = f"{PROPERTY}|{command.transport}|{command.template}".encode()  # type: ignore[attr-defined]
+    set_database_key(body, f"{PROPERTY}|{command.transport}|{command.template}".encode())
     test = test_settings(given(client_cases(command.transport))(body))
-    test._hypothesis_internal_use_seed = config.seed  # type: ignore[attr-defined]  # what @seed sets
-    old_shrink = _engine.MAX_SHRINKING_SECONDS
-    _engine.MAX_SHRINKING_SECONDS = max(int(config.shrink_seconds), 1)
+    set_seed(test, config.seed)
     note = error = ""
     interrupted = False
     try:
-        test()
+        with shrink_time_limit(config.shrink_seconds):
+            test()
     except _Budget:
         note = "stopped at its time budget"
     except _Failure:
@@ -151,8 +154,6 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
         others = [e for e in others if not isinstance(e, KeyboardInterrupt)]
         if others:
             error = f"{type(others[0]).__name__}: {others[0]}"
-    finally:
-        _engine.MAX_SHRINKING_SECONDS = old_shrink
     seconds = time.monotonic() - started
     run = PropertyRun(PROPERTY, command.transport, examples=state["executions"], seconds=seconds,
                       note="interrupted" if interrupted else note, error=error)
