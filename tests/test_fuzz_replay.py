@@ -26,7 +26,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     out = base / "out"
     status = cli_main(["fuzz", "--target", mutant, "--properties", "framing", "--mutations", "blank-line",
                        "--max-examples", "10", "--seed", "1", "--out", str(out), "--no-database",
-                       "--shrink-time", "3", "--first-finding", "--progress", "never"])
+                       "--shrink-time", "3", "--first-finding", "--progress", "never", "--fail-on", "heuristic"])
     assert status == 1
     index = orjson.loads((out / "findings.json").read_bytes())
     repro = out / index["findings"][0]["repro"]
