@@ -252,7 +252,7 @@ def resolved_command(argv: list[str] | tuple[str, ...], cwd: str | None = None) 
     program = argv[0]
     found = shutil.which(program) if os.sep not in program else None
     if found is None and cwd is not None and os.sep in program:
-        found = str(Path(cwd, program).resolve())
+        found = os.path.abspath(os.path.join(cwd, program))  # abspath: a venv's python link stays a link
     return [found or program, *argv[1:]]
 
 
