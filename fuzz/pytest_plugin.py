@@ -7,17 +7,27 @@ Registered through the `pytest11` entry point, so installing mcp-gauntlet is eno
 runs every property as an ordinary Hypothesis test (so HypoFuzz can run them too), and a
 user's own tests can take the `mcp_session` fixture and call `mcp_session.check("ids", data)`.
 Without `--mcp-target` (or MCP_GAUNTLET_TARGET) the target is the built-in reference server.
+
+`--mcp-fail-on must|should|heuristic` (default should) is the campaign's `--fail-on`: a test
+fails on a violation at or above it; weaker ones are observations, reported as pytest warnings
+(McpObservation) so they are seen without failing the run.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 TARGET_ENV = "MCP_GAUNTLET_TARGET"
+FAIL_ON_CHOICES = ("must", "should", "heuristic")  # fuzz.findings' own, repeated: the plugin loads light
+
+
+class McpObservation(UserWarning):
+    """A violation below --mcp-fail-on: shown in pytest's warnings summary, not a failure."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,6 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "built-in reference server)")
     group.addoption("--mcp-timeout", default=5.0, type=float, metavar="SECONDS",
                     help="how long the properties wait for each answer (default 5)")
+    group.addoption("--mcp-fail-on", default="should", choices=FAIL_ON_CHOICES, metavar="STRENGTH",
+                    help="the weakest strength that fails a test: must, should or heuristic (default should); "
+                         "weaker violations are reported as warnings")
 
 
 def target_from(config: pytest.Config) -> str | None:
@@ -42,7 +55,7 @@ def target_from(config: pytest.Config) -> str | None:
 class McpSession:
     """One target for a whole pytest session: probed once, processes pooled across tests."""
 
-    def __init__(self, target: str | None, *, timeout: float = 5.0) -> None:
+    def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = "should") -> None:
         from fuzz.campaign import UnusableTarget, prepare_target
         from fuzz.properties.endpoints import open_endpoint
         from targets.target_spec import TargetError, parse_target
@@ -54,11 +67,13 @@ class McpSession:
             raise pytest.UsageError(f"mcp-gauntlet: unusable target: {exc}") from None
         self.spec = spec
         self.timeout = timeout
+        self.fail_on = fail_on
         self.ctx = self.prepared.context()
         self.endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
 
     def check(self, prop_name: str, data: Any) -> None:
         """Draw one case of the property, play it, and fail with the violations and transcript."""
+        from fuzz.findings import strength_rank
         from fuzz.properties.base import all_properties
         from fuzz.properties.executor import execute
         from fuzz.properties.judging import judge_run, primary
@@ -74,11 +89,17 @@ class McpSession:
         violations = judge_run(prop, run, self.ctx)
         if violations:
             self.endpoint.discard_warm()
-            main = primary(violations, run)
-            lines = [f"{main.strength} {main.rule}: {main.title}", main.detail, "", "violations:"]
-            lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}" for v in violations]
-            lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
-            raise AssertionError("\n".join(lines))
+        failing = [v for v in violations if strength_rank(v.strength) <= strength_rank(self.fail_on.upper())]
+        if not failing:
+            for v in violations:
+                warnings.warn(McpObservation(f"{v.strength} {v.rule}: {v.title} (below --mcp-fail-on "
+                                             f"{self.fail_on})"), stacklevel=2)
+            return
+        main = primary(failing, run)
+        lines = [f"{main.strength} {main.rule}: {main.title}", main.detail, "", "violations:"]
+        lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}" for v in violations]
+        lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
+        raise AssertionError("\n".join(lines))
 
     def close(self) -> None:
         self.endpoint.close()
@@ -97,7 +118,11 @@ def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
         timeout = float(request.config.getoption("--mcp-timeout"))
     except ValueError:
         timeout = 5.0
-    session = McpSession(target_from(request.config), timeout=timeout)
+    try:
+        fail_on = str(request.config.getoption("--mcp-fail-on"))
+    except ValueError:
+        fail_on = "should"
+    session = McpSession(target_from(request.config), timeout=timeout, fail_on=fail_on)
     try:
         yield session
     finally:

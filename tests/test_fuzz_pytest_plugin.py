@@ -16,6 +16,7 @@ from fuzz_support import PYTHON, reference_stdio
 
 PROFILE = '''from hypothesis import settings
 settings.register_profile("tiny", max_examples=6, database=None)
+settings.register_profile("small", max_examples=15, database=None)
 '''
 
 
@@ -25,13 +26,14 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", "fuzz.pytest_plugin"]
 
 
-def _run_suite(tmp_path: Path, target: str, select: str) -> subprocess.CompletedProcess[str]:
+def _run_suite(tmp_path: Path, target: str, select: str, *extra: str,
+               profile: str = "tiny") -> subprocess.CompletedProcess[str]:
     (tmp_path / "tiny_profile.py").write_text(PROFILE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run(
         [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tiny_profile", *_plugin_args(),
-         "--hypothesis-profile", "tiny", "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
-         "-k", select, "--mcp-target", target],
+         "--hypothesis-profile", profile, "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
+         "-k", select, "--mcp-target", target, *extra],
         capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env,
     )
 
@@ -46,3 +48,15 @@ def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> Non
     proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "ids")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "RPC-04" in proc.stdout and "transcript:" in proc.stdout and "-> send" in proc.stdout
+
+
+def test_fail_on_makes_a_heuristic_an_observation_or_a_failure(tmp_path: Path) -> None:
+    """The exit-on-newline mutant dies on a blank line: a HEURISTIC (STDIO-02). Under the default
+    --mcp-fail-on should it is a warning and the test passes; under heuristic it fails."""
+    target = reference_stdio(tmp_path / "db.sqlite3", "exit-on-newline")
+    proc = _run_suite(tmp_path, target, "framing", profile="small")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "McpObservation: HEURISTIC STDIO-02" in proc.stdout
+    proc = _run_suite(tmp_path, target, "framing", "--mcp-fail-on", "heuristic", profile="small")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "HEURISTIC STDIO-02" in proc.stdout and "transcript:" in proc.stdout
