@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
+from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES, strength_rank
+
 TARGET_ENV = "MCP_GAUNTLET_TARGET"
-FAIL_ON_CHOICES = ("must", "should", "heuristic")  # fuzz.findings' own, repeated: the plugin loads light
 
 
 class McpObservation(UserWarning):
@@ -38,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "built-in reference server)")
     group.addoption("--mcp-timeout", default=5.0, type=float, metavar="SECONDS",
                     help="how long the properties wait for each answer (default 5)")
-    group.addoption("--mcp-fail-on", default="should", choices=FAIL_ON_CHOICES, metavar="STRENGTH",
+    group.addoption("--mcp-fail-on", default=DEFAULT_FAIL_ON, choices=FAIL_ON_CHOICES, metavar="STRENGTH",
                     help="the weakest strength that fails a test: must, should or heuristic (default should); "
                          "weaker violations are reported as warnings")
 
@@ -55,7 +56,7 @@ def target_from(config: pytest.Config) -> str | None:
 class McpSession:
     """One target for a whole pytest session: probed once, processes pooled across tests."""
 
-    def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = "should") -> None:
+    def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = DEFAULT_FAIL_ON) -> None:
         from fuzz.campaign import UnusableTarget, prepare_target
         from fuzz.properties.endpoints import open_endpoint
         from targets.target_spec import TargetError, parse_target
@@ -73,7 +74,6 @@ class McpSession:
 
     def check(self, prop_name: str, data: Any) -> None:
         """Draw one case of the property, play it, and fail with the violations and transcript."""
-        from fuzz.findings import strength_rank
         from fuzz.properties.base import all_properties
         from fuzz.properties.executor import execute
         from fuzz.properties.judging import judge_run, primary
@@ -121,7 +121,7 @@ def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
     try:
         fail_on = str(request.config.getoption("--mcp-fail-on"))
     except ValueError:
-        fail_on = "should"
+        fail_on = DEFAULT_FAIL_ON
     session = McpSession(target_from(request.config), timeout=timeout, fail_on=fail_on)
     try:
         yield session
