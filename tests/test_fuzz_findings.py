@@ -272,3 +272,45 @@ def test_text_transcript_marks_direction_and_status() -> None:
 def test_report_html_without_findings_says_so() -> None:
     html = report_html([PropertyRun("framing", "stdio", 3, 0.2)], [], target="t", seed=9, examples=3, seconds=0.2)
     assert "no findings" in html and "framing" in html
+
+
+def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> None:
+    """End to end: the exit-on-newline mutant dies on a blank line, a HEURISTIC (STDIO-02). Under
+    the default --fail-on should the campaign exits 0 and reports one observation everywhere."""
+    from fuzz_support import last_line, reference_stdio, run_cli
+
+    out = tmp_path / "out"
+    proc = run_cli("fuzz", "--target", reference_stdio(tmp_path / "db.sqlite3", "exit-on-newline"),
+                   "--properties", "framing", "--mutations", "blank-line", "--max-examples", "10", "--seed", "1",
+                   "--out", str(out), "--no-database", "--shrink-time", "3", "--first-finding", "--progress", "never")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert last_line(proc.stdout).endswith(" properties, 0 findings, 1 observations"), proc.stdout
+    assert "observation STDIO-02-" in proc.stdout
+    index = orjson.loads((out / "findings.json").read_bytes())
+    assert (index["fail_on"], index["failures"], index["observations"]) == ("should", 0, 1)
+    [entry] = index["findings"]
+    assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC" and entry["probe"] == "blank-line"
+    [suite] = list(JUnitXml.fromfile(str(out / "junit.xml")))
+    assert suite.failures == 0 and suite.tests == 1
+    [case] = list(suite)
+    assert case.is_passed and "observation STDIO-02-" in (case.system_out or "")
+    html = (out / "report.html").read_text()
+    assert "Observations (1)" in html and "no findings" in html and "<h2>Findings" not in html
+
+
+def test_fail_on_takes_only_the_three_strengths() -> None:
+    from fuzz_support import run_cli
+
+    proc = run_cli("fuzz", "--fail-on", "sometimes", "--max-examples", "1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--fail-on" in proc.stderr
+
+
+def test_html_report_stays_readable_with_dozens_of_findings(tmp_path: Path) -> None:
+    store = FindingStore(tmp_path, target="t", seed=1)
+    for i in range(40):
+        store.record(evidence(2, rule=f"RT-{i:02d}", title=f"behaviour {i}"))
+    runs = [PropertyRun("valid", "stdio", 50, 1.0)]
+    html = report_html(runs, store.findings, target="t", seed=1, examples=50, seconds=1.0, out_dir=tmp_path)
+    assert html.count("<details id=") == 40 and "<details id=\"RT-00" in html and " open>" not in html
+    assert html.index("<h2>Findings (40)") < html.index("<h2>Property runs")  # the findings lead
