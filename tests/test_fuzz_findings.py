@@ -275,27 +275,35 @@ def test_report_html_without_findings_says_so() -> None:
 
 
 def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> None:
-    """End to end: the exit-on-newline mutant dies on a blank line, a HEURISTIC (STDIO-02). Under
-    the default --fail-on should the campaign exits 0 and reports one observation everywhere."""
-    from fuzz_support import last_line, reference_stdio, run_cli
+    """End to end: a server that follows every result with a stray id-less error breaks a
+    HEURISTIC (RPC-07) only. Under the default --fail-on should the campaign exits 0 and reports
+    one observation everywhere; under --fail-on heuristic the same campaign fails."""
+    from fuzz_support import last_line, run_cli, stray_error_target
 
+    target = stray_error_target(tmp_path)
+    args = ["--properties", "valid", "--max-examples", "10", "--seed", "1", "--no-database", "--shrink-time", "3",
+            "--first-finding", "--progress", "never"]
     out = tmp_path / "out"
-    proc = run_cli("fuzz", "--target", reference_stdio(tmp_path / "db.sqlite3", "exit-on-newline"),
-                   "--properties", "framing", "--mutations", "blank-line", "--max-examples", "10", "--seed", "1",
-                   "--out", str(out), "--no-database", "--shrink-time", "3", "--first-finding", "--progress", "never")
+    proc = run_cli("fuzz", "--target", target, "--out", str(out), *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert last_line(proc.stdout).endswith(" properties, 0 findings, 1 observations"), proc.stdout
-    assert "observation STDIO-02-" in proc.stdout
+    assert "observation RPC-07-" in proc.stdout
     index = orjson.loads((out / "findings.json").read_bytes())
     assert (index["fail_on"], index["failures"], index["observations"]) == ("should", 0, 1)
     [entry] = index["findings"]
-    assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC" and entry["probe"] == "blank-line"
+    assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC" and entry["rule"] == "RPC-07"
     [suite] = list(JUnitXml.fromfile(str(out / "junit.xml")))
     assert suite.failures == 0 and suite.tests == 1
     [case] = list(suite)
-    assert case.is_passed and "observation STDIO-02-" in (case.system_out or "")
+    assert case.is_passed and "observation RPC-07-" in (case.system_out or "")
     html = (out / "report.html").read_text()
     assert "Observations (1)" in html and "no findings" in html and "<h2>Findings" not in html
+
+    strict = tmp_path / "strict"
+    proc = run_cli("fuzz", "--target", target, "--out", str(strict), "--fail-on", "heuristic", *args)
+    assert proc.returncode == 1 and last_line(proc.stdout).endswith(" properties, 1 findings"), proc.stdout
+    [suite] = list(JUnitXml.fromfile(str(strict / "junit.xml")))
+    assert suite.failures == 1
 
 
 def test_fail_on_takes_only_the_three_strengths() -> None:

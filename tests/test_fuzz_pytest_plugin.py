@@ -12,11 +12,10 @@ import subprocess
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from fuzz_support import PYTHON, reference_stdio
+from fuzz_support import PYTHON, reference_stdio, stray_error_target
 
 PROFILE = '''from hypothesis import settings
 settings.register_profile("tiny", max_examples=6, database=None)
-settings.register_profile("small", max_examples=15, database=None)
 '''
 
 
@@ -26,13 +25,12 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", "fuzz.pytest_plugin"]
 
 
-def _run_suite(tmp_path: Path, target: str, select: str, *extra: str,
-               profile: str = "tiny") -> subprocess.CompletedProcess[str]:
+def _run_suite(tmp_path: Path, target: str, select: str, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tiny_profile.py").write_text(PROFILE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run(
         [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tiny_profile", *_plugin_args(),
-         "--hypothesis-profile", profile, "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
+         "--hypothesis-profile", "tiny", "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
          "-k", select, "--mcp-target", target, *extra],
         capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env,
     )
@@ -51,12 +49,13 @@ def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> Non
 
 
 def test_fail_on_makes_a_heuristic_an_observation_or_a_failure(tmp_path: Path) -> None:
-    """The exit-on-newline mutant dies on a blank line: a HEURISTIC (STDIO-02). Under the default
-    --mcp-fail-on should it is a warning and the test passes; under heuristic it fails."""
-    target = reference_stdio(tmp_path / "db.sqlite3", "exit-on-newline")
-    proc = _run_suite(tmp_path, target, "framing", profile="small")
+    """A server that follows every result with a stray id-less error breaks a HEURISTIC (RPC-07)
+    only. Under the default --mcp-fail-on should it is a warning and the test passes; under
+    heuristic it fails."""
+    target = stray_error_target(tmp_path)
+    proc = _run_suite(tmp_path, target, "valid")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "McpObservation: HEURISTIC STDIO-02" in proc.stdout
-    proc = _run_suite(tmp_path, target, "framing", "--mcp-fail-on", "heuristic", profile="small")
+    assert "McpObservation: HEURISTIC RPC-07" in proc.stdout
+    proc = _run_suite(tmp_path, target, "valid", "--mcp-fail-on", "heuristic")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "HEURISTIC STDIO-02" in proc.stdout and "transcript:" in proc.stdout
+    assert "HEURISTIC RPC-07" in proc.stdout and "transcript:" in proc.stdout

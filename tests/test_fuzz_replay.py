@@ -40,7 +40,8 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
 def test_replay_still_fails_on_the_mutant(campaign: dict) -> None:
     proc = run_cli("replay", str(campaign["repro"]), timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "still fails" in last_line(proc.stdout) and "STDIO-02" in last_line(proc.stdout)
+    rule = orjson.loads(Path(campaign["repro"]).read_bytes())["rule"]  # the server's duty, as the oracle names it
+    assert "still fails" in last_line(proc.stdout) and rule in last_line(proc.stdout)
 
 
 def test_replay_passes_on_the_reference(campaign: dict, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +65,8 @@ def test_replay_json_and_show(campaign: dict, capsys: pytest.CaptureFixture[str]
     assert any("-> send" in line for line in lines)
     outcome = orjson.loads(next(line for line in lines if line.startswith("{")))
     assert outcome["still_fails"] is True and outcome["same_rule"] is True
-    assert {v["rule"] for v in outcome["violations"]} >= {"STDIO-02"}
+    rule = orjson.loads(Path(campaign["repro"]).read_bytes())["rule"]
+    assert rule in {v["rule"] for v in outcome["violations"]}
 
 
 @pytest.mark.parametrize(
@@ -114,14 +116,28 @@ for line in child.stdout:
 sys.exit(child.wait())
 """
 
-# The reference server, or the exit-on-newline mutant on every other start (a counter file):
-# a target whose verdict depends on the run, for --attempts.
+# The reference server behind a proxy that dies on every other blank line it is sent (a mode file
+# it toggles itself, so the schedule does not depend on how many processes a replay starts): a
+# target whose verdict depends on the run, for --attempts.
 ALTERNATING = """
-import pathlib, runpy, sys
-count = pathlib.Path(sys.argv[1]); n = int(count.read_text() or 0) if count.exists() else 0
-count.write_text(str(n + 1))
-sys.argv = ["reference", "--transport", "stdio", "--db", sys.argv[2]] + (["--bug", "exit-on-newline"] if n % 2 else [])
-runpy.run_module("targets.reference", run_name="__main__")
+import os, pathlib, subprocess, sys, threading
+mode, argv = pathlib.Path(sys.argv[1]), sys.argv[2:]
+child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def pump_out():
+    for line in child.stdout:
+        sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
+    os._exit(child.wait())
+threading.Thread(target=pump_out, daemon=True).start()
+for line in sys.stdin.buffer:
+    if not line.strip():
+        die = mode.exists() and mode.read_text() == "die"
+        mode.write_text("live" if die else "die")
+        if die:
+            child.kill()
+            os._exit(0)
+    child.stdin.write(line); child.stdin.flush()
+child.stdin.close()
+child.wait()
 """
 
 
@@ -134,7 +150,7 @@ def test_the_repro_records_the_campaigns_conditions(campaign: dict) -> None:
     assert doc["timeouts"] == {"answer": 5.0, "start": 5.0}
     assert doc["cwd"] == os.getcwd() and doc["command"][0] == PYTHON
     assert doc["context"]["era"] == "modern" and doc["context"]["dual"] is False and doc["context"]["surface"]
-    assert doc["probe"] == "blank-line" and doc["label"] == "HEURISTIC"
+    assert doc["probe"] == "blank-line" and doc["confirmed"] and doc["label"] == doc["strength"]
 
 
 def test_replay_judges_with_the_recorded_timeouts(campaign: dict, tmp_path: Path) -> None:
@@ -183,7 +199,7 @@ def test_replay_runs_the_recorded_target_from_its_working_directory(campaign: di
     for path in (absolute, relative):
         proc = subprocess.run([PYTHON, "-m", "fuzz.cli", "replay", str(path)], cwd=elsewhere, capture_output=True,
                               text=True, timeout=120, check=False)
-        assert proc.returncode == 1 and "STDIO-02" in last_line(proc.stdout), proc.stdout + proc.stderr
+        assert proc.returncode == 1 and doc["rule"] in last_line(proc.stdout), proc.stdout + proc.stderr
     # Without the directory the command cannot start: that is "could not run", never "still fails".
     doc.pop("cwd")
     bare = tmp_path / "bare.json"
@@ -214,7 +230,8 @@ def test_attempts_agree_or_the_finding_is_flaky(campaign: dict, tmp_path: Path,
 
     script = tmp_path / "alternating.py"
     script.write_text(ALTERNATING)
-    target = f"stdio:{PYTHON} {script} {tmp_path / 'count'} {tmp_path / 'alt.db'}"
+    target = (f"stdio:{PYTHON} {script} {tmp_path / 'mode'} {PYTHON} -m targets.reference --transport stdio "
+              f"--db {tmp_path / 'alt.db'}")
     assert cli_main(["replay", str(campaign["repro"]), "--attempts", "4", "--target", target, "--json"]) == 1
     out = capsys.readouterr().out
     outcome = orjson.loads(next(line for line in out.splitlines() if line.startswith("{")))
