@@ -187,7 +187,7 @@ def replay_attempts(
         raise ReplayUsageError("the file names no target; pass --target")
     answer, start = recorded_timeouts(doc, timeout)
     # Another target given on the command line runs from here; the recorded one from where it ran.
-    cwd = None if target else recorded_cwd(doc, base)
+    cwd = None if target and target != doc.get("target") else recorded_cwd(doc, base)
     with working_directory(cwd):
         return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0))
                               for i in range(max(1, attempts))])
