@@ -96,13 +96,20 @@ class McpSession:
                                              f"{self.fail_on})"), stacklevel=2)
             return
         main = primary(failing, run)
-        lines = [f"{main.strength} {main.rule}: {main.title}", main.detail, "", "violations:"]
-        lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}" for v in violations]
+        lines = [f"{main.strength} {main.rule}: {main.title}{_probe(main)}", main.detail, "", "violations:"]
+        lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}{_probe(v)}" for v in violations]
         lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
         raise AssertionError("\n".join(lines))
 
     def close(self) -> None:
         self.endpoint.close()
+
+
+def _probe(v: Any) -> str:
+    """How the fuzzer provoked it: the probe frame, and the (client) rule that frame breaks."""
+    if not getattr(v, "probe", None):
+        return ""
+    return f" [probe {v.probe}" + (f", which breaks {v.probe_rule}]" if getattr(v, "probe_rule", None) else "]")
 
 
 @pytest.fixture(scope="session")
