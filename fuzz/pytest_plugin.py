@@ -16,19 +16,15 @@ fails on a violation at or above it; weaker ones are observations, reported as p
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES, strength_rank
+if TYPE_CHECKING:
+    from fuzz.oracle.model import Violation
 
 TARGET_ENV = "MCP_GAUNTLET_TARGET"
-
-
-class McpObservation(UserWarning):
-    """A violation below --mcp-fail-on: shown in pytest's warnings summary, not a failure."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,6 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "built-in reference server)")
     group.addoption("--mcp-timeout", default=5.0, type=float, metavar="SECONDS",
                     help="how long the properties wait for each answer (default 5)")
+    from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+
     group.addoption("--mcp-fail-on", default=DEFAULT_FAIL_ON, choices=FAIL_ON_CHOICES, metavar="STRENGTH",
                     help="the weakest strength that fails a test: must, should or heuristic (default should); "
                          "weaker violations are reported as warnings")
@@ -53,10 +51,14 @@ def target_from(config: pytest.Config) -> str | None:
     return given or os.environ.get(TARGET_ENV) or None
 
 
+class McpObservation(UserWarning):
+    """A violation below --mcp-fail-on: shown in pytest's warnings summary, not a failure."""
+
+
 class McpSession:
     """One target for a whole pytest session: probed once, processes pooled across tests."""
 
-    def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = DEFAULT_FAIL_ON) -> None:
+    def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = "should") -> None:
         from fuzz.campaign import UnusableTarget, prepare_target
         from fuzz.properties.endpoints import open_endpoint
         from targets.target_spec import TargetError, parse_target
@@ -86,30 +88,33 @@ class McpSession:
         self.endpoint.prepare(prop.fresh_per_example)
         case = data.draw(prop.cases(self.ctx), label="case")
         run = execute(case, self.endpoint, reuse=True, timeout=self.timeout)
-        violations = judge_run(prop, run, self.ctx)
+        violations = self.observe(judge_run(prop, run, self.ctx))
         if violations:
             self.endpoint.discard_warm()
+            main = primary(violations, run)
+            lines = [f"{main.strength} {main.rule}: {main.title}{_probe_note(main)}", main.detail, "", "violations:"]
+            lines += [f"  {v.strength} {v.rule}: {v.title}{_probe_note(v)} {v.detail}" for v in violations]
+            lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
+            raise AssertionError("\n".join(lines))
+
+    def observe(self, violations: list[Violation]) -> list[Violation]:
+        """The violations that fail the test (at or above --mcp-fail-on); each weaker one becomes
+        an McpObservation warning."""
+        import warnings
+
+        from fuzz.findings import strength_rank
+
+        if violations:
+            self.endpoint.discard_warm()  # it took part in a violation: the next case starts clean
         failing = [v for v in violations if strength_rank(v.strength) <= strength_rank(self.fail_on.upper())]
-        if not failing:
-            for v in violations:
+        for v in violations:
+            if v not in failing:
                 warnings.warn(McpObservation(f"{v.strength} {v.rule}: {v.title} (below --mcp-fail-on "
-                                             f"{self.fail_on})"), stacklevel=2)
-            return
-        main = primary(failing, run)
-        lines = [f"{main.strength} {main.rule}: {main.title}{_probe(main)}", main.detail, "", "violations:"]
-        lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}{_probe(v)}" for v in violations]
-        lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
-        raise AssertionError("\n".join(lines))
+                                             f"{self.fail_on})"), stacklevel=3)
+        return failing
 
     def close(self) -> None:
         self.endpoint.close()
-
-
-def _probe(v: Any) -> str:
-    """How the fuzzer provoked it: the probe frame, and the (client) rule that frame breaks."""
-    if not getattr(v, "probe", None):
-        return ""
-    return f" [probe {v.probe}" + (f", which breaks {v.probe_rule}]" if getattr(v, "probe_rule", None) else "]")
 
 
 @pytest.fixture(scope="session")
@@ -128,9 +133,14 @@ def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
     try:
         fail_on = str(request.config.getoption("--mcp-fail-on"))
     except ValueError:
-        fail_on = DEFAULT_FAIL_ON
+        fail_on = "should"
     session = McpSession(target_from(request.config), timeout=timeout, fail_on=fail_on)
     try:
         yield session
     finally:
         session.close()
+
+
+def _probe_note(v: Violation) -> str:
+    """How the fuzzer provoked a violation: the probe and the rule that probe frame breaks."""
+    return f" (probe {v.probe}, which breaks {v.probe_rule})" if v.probe_rule else ""

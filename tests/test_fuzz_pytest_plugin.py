@@ -36,19 +36,6 @@ def _run_suite(tmp_path: Path, target: str, select: str, *extra: str) -> subproc
     )
 
 
-def test_suite_passes_on_the_reference(tmp_path: Path) -> None:
-    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "ids or framing or history")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "3 passed" in proc.stdout
-
-
-def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> None:
-    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "ids")
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    # RPC-04 (the null id) is the rule broken, or the probe's rule beside the server's duty.
-    assert "RPC-04" in proc.stdout and "transcript:" in proc.stdout and "-> send" in proc.stdout
-
-
 def test_fail_on_makes_a_heuristic_an_observation_or_a_failure(tmp_path: Path) -> None:
     """A server that follows every result with a stray id-less error breaks a HEURISTIC (RPC-07)
     only. Under the default --mcp-fail-on should it is a warning and the test passes; under
@@ -60,3 +47,15 @@ def test_fail_on_makes_a_heuristic_an_observation_or_a_failure(tmp_path: Path) -
     proc = _run_suite(tmp_path, target, "valid", "--mcp-fail-on", "heuristic")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "HEURISTIC RPC-07" in proc.stdout and "transcript:" in proc.stdout
+
+
+def test_suite_passes_on_the_reference(tmp_path: Path) -> None:
+    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "ids or framing or history")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "3 passed" in proc.stdout
+
+
+def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> None:
+    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "ids")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "RPC-04" in proc.stdout and "transcript:" in proc.stdout and "-> send" in proc.stdout

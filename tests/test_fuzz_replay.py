@@ -40,8 +40,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
 def test_replay_still_fails_on_the_mutant(campaign: dict) -> None:
     proc = run_cli("replay", str(campaign["repro"]), timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    rule = orjson.loads(Path(campaign["repro"]).read_bytes())["rule"]  # the server's duty, as the oracle names it
-    assert "still fails" in last_line(proc.stdout) and rule in last_line(proc.stdout)
+    assert "still fails" in last_line(proc.stdout) and "STDIO-02" in last_line(proc.stdout)
 
 
 def test_replay_passes_on_the_reference(campaign: dict, capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,8 +64,7 @@ def test_replay_json_and_show(campaign: dict, capsys: pytest.CaptureFixture[str]
     assert any("-> send" in line for line in lines)
     outcome = orjson.loads(next(line for line in lines if line.startswith("{")))
     assert outcome["still_fails"] is True and outcome["same_rule"] is True
-    rule = orjson.loads(Path(campaign["repro"]).read_bytes())["rule"]
-    assert rule in {v["rule"] for v in outcome["violations"]}
+    assert {v["rule"] for v in outcome["violations"]} >= {"STDIO-02"}
 
 
 @pytest.mark.parametrize(

@@ -78,12 +78,6 @@ WHY: dict[tuple[str, str, str | None], str] = {
         "a request with a null id (RPC-04) is dropped without a -32600; serving it would be the MUST",
     ("RPC-04", "SHOULD", "id-null"):
         "a request with a null id (RPC-04) is dropped without a -32600; serving it would be the MUST",
-    ("RPC-01", "SHOULD", "null-id"):
-        "a request with a null id (RPC-04 binds the client) is dropped without the -32600 JSON-RPC 2.0 "
-        "answers with (RPC-01); DIGEST restates the format, not the duty to answer, so silence is a SHOULD",
-    ("RPC-01", "SHOULD", "fraction-id"):
-        "a request with a fractional id (RPC-03 binds the client: a string or an integer) is dropped "
-        "without the -32600 JSON-RPC 2.0 answers with (RPC-01), graded like the null id",
     ("RPC-03", "SHOULD", "fraction-id"):
         "a request with a fractional id (RPC-03: a string or an integer) is dropped without a -32600, "
         "graded like the null id",
