@@ -719,7 +719,7 @@ class Progress:
 
     def finding(self, finding: Finding) -> None:
         self.findings += 1
-        self._line(f"fuzz: finding {finding.id}: {finding.strength} {finding.rule} {finding.title} "
+        self._line(f"fuzz: finding {finding.id}: {finding.label} {finding.rule} {finding.title} "
                    f"[{finding.property}/{finding.transport}]")
 
     def job_done(self, run: PropertyRun) -> None:

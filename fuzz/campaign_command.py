@@ -1,8 +1,11 @@
 """`mcp-gauntlet fuzz`: parse the command line, run a campaign, write its files, say what happened.
 
 Exit status (a promise, see CLI.md): 0 no findings, 1 findings, 2 usage error or unusable target;
-130 when interrupted before anything was found. The last stdout line is always the summary
-`fuzz: N examples, P properties, F findings`, also after Ctrl-C.
+130 when interrupted before anything was found. A finding counts when it is confirmed and at or
+above `--fail-on` (default should); weaker or unconfirmed ones are observations: printed and in
+every report, never exit status 1. The last stdout line is always the summary
+`fuzz: N examples, P properties, F findings` (`, O observations` appended when there are any),
+also after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 from targets import extra_headers, fork_server, validate
 from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
 
@@ -47,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mcp-gauntlet fuzz",
         description="Run a property-based fuzz campaign against an MCP 2026-07-28 server.",
-        epilog="Exit status: 0 no findings, 1 findings, 2 usage error or unusable target.",
+        epilog="Exit status: 0 no findings, 1 findings (at or above --fail-on), 2 usage error or unusable target.",
     )
     p.add_argument("--target", help="stdio:<command>, http://127.0.0.1:PORT/PATH or http+spawn:<command with {port}> "
                                     "(default: the built-in reference server over stdio and HTTP)")
@@ -68,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with the built-in target: which transports to fuzz (default both)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS",
                    help="how long to wait for each answer (default 5)")
+    p.add_argument("--fail-on", choices=FAIL_ON_CHOICES, default=DEFAULT_FAIL_ON, type=str.lower,
+                   help="the weakest strength that makes a finding fail the campaign (exit 1); weaker ones "
+                        "are reported as observations (default should)")
     p.add_argument("--shrink-time", type=float, default=30.0, metavar="SECONDS",
                    help="at most this long shrinking the failures of one property (default 30)")
     p.add_argument("--mutations", metavar="NAME,...",
@@ -187,7 +194,7 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) -> int:
     from fuzz.campaign import CampaignConfig, Progress, UnusableTarget, prepare_target, run_campaign
-    from fuzz.findings import FindingStore
+    from fuzz.findings import FindingStore, ReplayConditions, resolved_command
     from fuzz.reports import write_reports
 
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
@@ -215,7 +222,13 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
     except OSError as exc:
         print(f"mcp-gauntlet fuzz: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    store = FindingStore(out_dir, target=target_text, seed=seed)
+    cwd = os.getcwd()
+    conditions = ReplayConditions(
+        timeout=args.timeout, start_timeout=max(args.timeout, 5.0), cwd=cwd,
+        commands={p.spec.text: resolved_command(p.spec.argv, cwd) for p in prepared if p.spec.argv},
+        contexts={p.spec.text: {k: v for k, v in p.dump().items() if k != "spec"} for p in prepared},
+    )
+    store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
         print(f"fuzz: target {prep.spec.text} ({prep.detail})")
     print(f"fuzz: seed {seed}, output in {out_dir}")
@@ -225,14 +238,16 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
     except UnusableTarget as exc:
         progress.close()
         print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
-        print(f"fuzz: {store.examples} examples, {len(props)} properties, {len(store.findings)} findings")
+        print(_summary_line(store.examples, len(props), store.failures, store.observations))
         return 2
     finally:
         progress.close()
     findings = store.findings
+    failures = store.failures
     try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
         write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
-                      seconds=result.seconds, interrupted=result.interrupted, notes=result.notes)
+                      seconds=result.seconds, interrupted=result.interrupted, notes=result.notes,
+                      fail_on=args.fail_on)
         if args.write_regressions and findings:
             from fuzz.regression import write_regressions
 
@@ -242,12 +257,12 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
         store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
     if store.write_error:
         print(f"mcp-gauntlet fuzz: {store.write_error}", file=sys.stderr)
-        print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")
+        print(_summary_line(result.examples, len(props), failures, store.observations))
         return 2
-    _print_summary(result, findings)
+    _print_summary(result, findings, args.fail_on)
     errors = [r for r in result.runs if r.error]
-    print(f"fuzz: {result.examples} examples, {len(props)} properties, {len(findings)} findings")
-    if findings:
+    print(_summary_line(result.examples, len(props), failures, store.observations))
+    if failures:
         return 1
     if result.interrupted:
         return 130
@@ -256,7 +271,12 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
     return 0
 
 
-def _print_summary(result: Any, findings: list[Any]) -> None:
+def _summary_line(examples: int, props: int, failures: list[Any], observations: list[Any]) -> str:
+    line = f"fuzz: {examples} examples, {props} properties, {len(failures)} findings"
+    return line + (f", {len(observations)} observations" if observations else "")
+
+
+def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
     for note in result.notes:
         print(f"note: {note}")
     for run in result.runs:
@@ -266,8 +286,10 @@ def _print_summary(result: Any, findings: list[Any]) -> None:
     if result.interrupted:
         print("fuzz: interrupted; what was found so far is on disk")
     for f in findings:
-        print(f"  finding {f.id}: {f.strength} {f.rule} {f.title} [{f.method or '-'}, {f.transport}"
-              f"{', ' + f.mutation if f.mutation else ''}] x{f.count} -> {f.repro}")
+        kind = "finding" if f.fails(fail_on) else "observation"
+        where = ", ".join(f.methods or ["-"]) + "; " + ", ".join(f.transports)
+        probe = f"; probe {f.probe}" + (f" ({f.probe_rule})" if f.probe_rule else "") if f.probe else ""
+        print(f"  {kind} {f.id}: {f.label} {f.rule} {f.title} [{where}{probe}] x{f.count} -> {f.repro}")
 
 
 def _list_properties() -> int:

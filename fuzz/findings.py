@@ -1,15 +1,21 @@
 """Findings: violations bucketed into the few distinct bugs a person has to read about.
 
-A campaign sees the same bug many times (every example that trips it, every shrink step), so
-violations are grouped by what makes two of them the same bug for the person fixing it: the
-rule broken, the method involved, the mutation that provoked it and the transport. Each bucket
-keeps one piece of evidence, the smallest seen so far, and it is on disk as soon as the bucket
-exists: a campaign killed a second later still leaves a replayable file behind.
+A campaign sees the same bug many times (every example that trips it, every shrink step, every
+method and transport that shows it), so violations are grouped by root cause: the server's duty
+broken, and the probe that provoked it (or, without one, the behaviour). Each finding lists where
+it was seen (methods, transports, properties, with per-place counts) and keeps one piece of
+evidence, the smallest seen so far, on disk as soon as the finding exists: a campaign killed a
+second later still leaves a replayable file behind.
+
+A finding fails the campaign when it was confirmed on fresh processes and is at or above
+`--fail-on` (default SHOULD); any other is an observation, shown but never an exit status of 1.
+An unconfirmed finding is labelled so (`unconfirmed MUST`) wherever it appears.
 
 Files written under the campaign's out directory (the format is a promise, see CLI.md):
   findings.json       the index, rewritten atomically after every change
   repro/<id>.json     one reproduction per finding: target, seed, Hypothesis blob, the case
-                      (frames with their process boundaries) and the transcript
+                      (frames with their process boundaries), the transcript, and what the
+                      verdict depended on (timeouts, era policy, working directory, command)
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +42,11 @@ _STRENGTH_RANK = {name: i for i, name in enumerate(STRENGTHS)}
 
 @dataclass(slots=True)
 class Evidence:
-    """One failing execution, as the runner saw it: what broke and the whole exchange."""
+    """One failing execution, as the runner saw it: what broke and the whole exchange.
+
+    `rule` is the server's duty that was broken; `probe` (the mutation) and `probe_rule` (the
+    rule the probe frame itself breaks, a client duty) say how the fuzzer provoked it.
+    """
 
     rule: str
     strength: str
@@ -52,9 +63,22 @@ class Evidence:
     note: str = ""
     target: str = ""  # the target spec this transport was fuzzed through (the replay default)
     confirmed: bool = True  # reproduced on fresh processes (False: seen only after earlier examples)
+    probe: str | None = None
+    probe_rule: str | None = None
 
-    def bucket(self) -> tuple[str, str, str, str]:
+    def member_key(self) -> tuple[str, str, str, str]:
+        """Where the bug was seen: one row of a finding's per-method detail."""
         return (self.rule, self.method or "", self.mutation or "", self.transport)
+
+    def group_key(self) -> tuple[str, str]:
+        """What makes two executions the same bug: the duty broken, and the probe that provoked
+        it or, without a probe, the behaviour (the title). Method and transport are not part of
+        it: one missing resultType is one bug however many methods show it."""
+        return (self.rule, f"probe:{self.probe_name}" if self.probe_name else f"behaviour:{self.title}")
+
+    @property
+    def probe_name(self) -> str | None:
+        return self.probe or self.mutation
 
     def size(self) -> tuple[int, int, int]:
         """How good the reproduction is, smaller first: confirmed before unconfirmed, then frames
@@ -65,7 +89,36 @@ class Evidence:
 
 
 @dataclass(slots=True)
+class Sighting:
+    """One method/transport/property where a finding was seen, with its own count and strength."""
+
+    method: str | None
+    transport: str
+    mutation: str | None
+    property: str
+    strength: str
+    title: str
+    count: int = 0
+    confirmed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "transport": self.transport, "mutation": self.mutation,
+                "property": self.property, "strength": self.strength, "title": self.title,
+                "count": self.count, "confirmed": self.confirmed}
+
+
+FAIL_ON_CHOICES = ("must", "should", "heuristic")
+DEFAULT_FAIL_ON = "should"
+
+
+@dataclass(slots=True)
 class Finding:
+    """One bug: every execution with the same root cause, wherever it was seen.
+
+    `method`/`transport`/`property` are those of the kept (smallest) evidence; `methods`,
+    `transports` and `properties` list everywhere it was seen, and `sightings` the detail.
+    """
+
     id: str
     rule: str
     strength: str
@@ -79,30 +132,73 @@ class Finding:
     properties: list[str]
     evidence: Evidence
     flaky: bool = False
+    sightings: dict[tuple[str, str, str, str], Sighting] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def confirmed(self) -> bool:
+        """Reproduced on fresh processes at least once (the kept evidence prefers such a run)."""
+        return self.evidence.confirmed
+
+    @property
+    def label(self) -> str:
+        """How the finding is named wherever it is shown: `MUST`, or `unconfirmed MUST`."""
+        return self.strength if self.confirmed else f"unconfirmed {self.strength}"
+
+    @property
+    def methods(self) -> list[str]:
+        return sorted({s.method for s in self.sightings.values() if s.method})
+
+    @property
+    def transports(self) -> list[str]:
+        return sorted({s.transport for s in self.sightings.values()})
+
+    @property
+    def probe(self) -> str | None:
+        return self.evidence.probe_name
+
+    @property
+    def probe_rule(self) -> str | None:
+        return self.evidence.probe_rule
+
+    def fails(self, fail_on: str = DEFAULT_FAIL_ON) -> bool:
+        """Whether this finding turns the exit status to 1: confirmed, and at or above `fail_on`.
+        Anything else is an observation: shown, never a failure."""
+        return self.confirmed and strength_rank(self.strength) <= strength_rank(fail_on.upper())
+
+    def seen_in(self, prop: str, transport: str) -> bool:
+        return any(s.property == prop and s.transport == transport for s in self.sightings.values())
+
+    def to_json(self, fail_on: str = DEFAULT_FAIL_ON) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id,
             "rule": self.rule,
             "strength": self.strength,
+            "label": self.label,
+            "verdict": "failure" if self.fails(fail_on) else "observation",
+            "confirmed": self.confirmed,
             "title": self.title,
             "method": self.method,
             "transport": self.transport,
             "mutation": self.mutation,
+            "probe": self.probe,
+            "probe_rule": self.probe_rule,
             "count": self.count,
             "repro": self.repro,
             "property": self.property,
             "properties": sorted(self.properties),
+            "methods": self.methods,
+            "transports": self.transports,
+            "seen": [s.to_json() for _, s in sorted(self.sightings.items())],
         }
         if self.flaky:
             out["flaky"] = True
         return out
 
 
-def finding_id(rule: str, method: str | None, mutation: str | None, transport: str) -> str:
+def finding_id(rule: str, cause: str) -> str:
     """A stable, file-name-safe id: the same bug gets the same id in every campaign."""
-    digest = hashlib.sha1(f"{rule}|{method or ''}|{mutation or ''}|{transport}".encode()).hexdigest()
-    return f"{_slug(rule)}-{transport}-{digest[:6]}"
+    digest = hashlib.sha1(f"{rule}|{cause}".encode()).hexdigest()
+    return f"{_slug(rule)}-{digest[:8]}"
 
 
 def _slug(text: str) -> str:
@@ -111,6 +207,11 @@ def _slug(text: str) -> str:
 
 def strength_rank(strength: str) -> int:
     return _STRENGTH_RANK.get(strength, len(STRENGTHS))
+
+
+def sort_key(f: Finding, fail_on: str = DEFAULT_FAIL_ON) -> tuple[int, int, str, str]:
+    """Failures before observations; then the strongest; then by rule."""
+    return (0 if f.fails(fail_on) else 1, strength_rank(f.strength), f.rule, f.id)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -125,7 +226,43 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[str, Any]:
+@dataclass(slots=True)
+class ReplayConditions:
+    """Everything besides the case that a verdict depended on, recorded so a replay judges the
+    same way: the per-answer and start-up timeouts, the working directory (a command such as
+    `python tests/servers/x.py` means something only there), each target's resolved command, and
+    the era policy and surface the campaign judged by (keyed by target text)."""
+
+    timeout: float = 5.0
+    start_timeout: float = 5.0
+    cwd: str = field(default_factory=os.getcwd)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def for_target(self, target: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "timeouts": {"answer": self.timeout, "start": self.start_timeout},
+            "cwd": self.cwd,
+            "command": self.commands.get(target),
+        }
+        if target in self.contexts:
+            out["context"] = self.contexts[target]
+        return out
+
+
+def resolved_command(argv: list[str] | tuple[str, ...], cwd: str | None = None) -> list[str]:
+    """The command as it was started: the program found on PATH (or in `cwd`), the rest as given."""
+    if not argv:
+        return []
+    program = argv[0]
+    found = shutil.which(program) if os.sep not in program else None
+    if found is None and cwd is not None and os.sep in program:
+        found = os.path.abspath(os.path.join(cwd, program))  # abspath: a venv's python link stays a link
+    return [found or program, *argv[1:]]
+
+
+def repro_document(finding: Finding, *, target: str, seed: int | None,
+                   conditions: ReplayConditions | None = None) -> dict[str, Any]:
     """The replay file: everything `mcp-gauntlet replay` and a regression test need, nothing else."""
     ev = finding.evidence
     doc: dict[str, Any] = {
@@ -138,9 +275,14 @@ def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[s
         "transport": ev.transport,
         "rule": finding.rule,
         "strength": finding.strength,
+        "label": finding.label,
         "title": finding.title,
         "method": finding.method,
         "mutation": finding.mutation,
+        "probe": finding.probe,
+        "probe_rule": finding.probe_rule,
+        "methods": finding.methods,
+        "transports": finding.transports,
         "reproduce_blob": ev.reproduce_blob,
         "hypothesis_version": ev.hypothesis_version,
         "reproduce_decorator": (
@@ -149,10 +291,10 @@ def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[s
             else None
         ),
         "confirmed": ev.confirmed,
-        "violations": ev.violations,
-        "case": ev.case,
-        "transcript": ev.transcript,
     }
+    if conditions is not None:
+        doc.update(conditions.for_target(ev.target or target))
+    doc.update({"violations": ev.violations, "case": ev.case, "transcript": ev.transcript})
     if ev.note:
         doc["note"] = ev.note
     return doc
@@ -161,13 +303,16 @@ def repro_document(finding: Finding, *, target: str, seed: int | None) -> dict[s
 class FindingStore:
     """The campaign's findings, mirrored to disk on every change. Thread-safe; one per campaign."""
 
-    def __init__(self, out_dir: Path, *, target: str, seed: int | None) -> None:
+    def __init__(self, out_dir: Path, *, target: str, seed: int | None,
+                 conditions: ReplayConditions | None = None, fail_on: str = DEFAULT_FAIL_ON) -> None:
         self.out_dir = out_dir
         self.target = target
         self.seed = seed
+        self.conditions = conditions
+        self.fail_on = fail_on
         self.examples = 0
         self.interrupted = False
-        self._findings: dict[tuple[str, str, str, str], Finding] = {}
+        self._findings: dict[tuple[str, str], Finding] = {}
         self._lock = threading.Lock()
         # The first failed write (a full disk): the campaign goes on, what is on disk stays valid
         # (every write is atomic), and the command ends with this as its one line and exit 2.
@@ -177,10 +322,17 @@ class FindingStore:
 
     @property
     def findings(self) -> list[Finding]:
+        """Every finding, failures first (see `sort_key`)."""
         with self._lock:
-            return sorted(
-                self._findings.values(), key=lambda f: (strength_rank(f.strength), f.rule, f.id)
-            )
+            return sorted(self._findings.values(), key=lambda f: sort_key(f, self.fail_on))
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.fails(self.fail_on)]
+
+    @property
+    def observations(self) -> list[Finding]:
+        return [f for f in self.findings if not f.fails(self.fail_on)]
 
     def add_examples(self, n: int) -> None:
         with self._lock:
@@ -192,12 +344,12 @@ class FindingStore:
         The evidence replaces the stored one when it is smaller, which is how Hypothesis'
         shrinking reaches the file: every accepted shrink step is a smaller failing execution.
         """
-        key = ev.bucket()
+        key = ev.group_key()
         with self._lock:
             found = self._findings.get(key)
             is_new = found is None
             if found is None:
-                fid = finding_id(ev.rule, ev.method, ev.mutation, ev.transport)
+                fid = finding_id(*key)
                 found = Finding(
                     id=fid, rule=ev.rule, strength=ev.strength, title=ev.title, method=ev.method,
                     transport=ev.transport, mutation=ev.mutation, count=0,
@@ -212,42 +364,56 @@ class FindingStore:
                     found.properties.append(ev.property)
                 if strength_rank(ev.strength) < strength_rank(found.strength):
                     found.strength = ev.strength
+            sighting = found.sightings.get(ev.member_key())
+            if sighting is None:
+                sighting = found.sightings[ev.member_key()] = Sighting(
+                    ev.method, ev.transport, ev.mutation, ev.property, ev.strength, ev.title)
+            sighting.count += 1
+            sighting.confirmed = sighting.confirmed or ev.confirmed
+            if strength_rank(ev.strength) < strength_rank(sighting.strength):
+                sighting.strength = ev.strength
             found.count += 1
             if rewrite:
                 found.evidence = ev
                 found.title = ev.title
                 found.property = ev.property
+                found.method = ev.method
+                found.transport = ev.transport
+                found.mutation = ev.mutation
                 self._write_repro(found)
             self._write_index_locked()
             return found, is_new
 
-    def mark_flaky(self, key: tuple[str, str, str, str]) -> None:
+    def mark_flaky(self, finding_id: str) -> None:
         with self._lock:
-            if key in self._findings:
-                self._findings[key].flaky = True
-                self._write_index_locked()
+            for f in self._findings.values():
+                if f.id == finding_id:
+                    f.flaky = True
+            self._write_index_locked()
 
     def write_index(self) -> None:
         with self._lock:
             self._write_index_locked()
 
     def index_document(self) -> dict[str, Any]:
+        ordered = sorted(self._findings.values(), key=lambda f: sort_key(f, self.fail_on))
         return {
             "target": self.target,
             "revision": MODERN_VERSION,
             "seed": self.seed,
             "examples": self.examples,
             "interrupted": self.interrupted,
-            "findings": [f.to_json() for f in sorted(
-                self._findings.values(), key=lambda f: (strength_rank(f.strength), f.rule, f.id)
-            )],
+            "fail_on": self.fail_on,
+            "failures": sum(1 for f in ordered if f.fails(self.fail_on)),
+            "observations": sum(1 for f in ordered if not f.fails(self.fail_on)),
+            "findings": [f.to_json(self.fail_on) for f in ordered],
         }
 
     def _write_index_locked(self) -> None:
         self._write(self.out_dir / "findings.json", orjson.dumps(self.index_document(), option=orjson.OPT_INDENT_2))
 
     def _write_repro(self, finding: Finding) -> None:
-        doc = repro_document(finding, target=self.target, seed=self.seed)
+        doc = repro_document(finding, target=self.target, seed=self.seed, conditions=self.conditions)
         self._write(self.out_dir / finding.repro, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
     def _write(self, path: Path, data: bytes) -> None:

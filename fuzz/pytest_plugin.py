@@ -7,15 +7,22 @@ Registered through the `pytest11` entry point, so installing mcp-gauntlet is eno
 runs every property as an ordinary Hypothesis test (so HypoFuzz can run them too), and a
 user's own tests can take the `mcp_session` fixture and call `mcp_session.check("ids", data)`.
 Without `--mcp-target` (or MCP_GAUNTLET_TARGET) the target is the built-in reference server.
+
+`--mcp-fail-on must|should|heuristic` (default should) is the campaign's `--fail-on`: a test
+fails on a violation at or above it; weaker ones are observations, reported as pytest warnings
+(McpObservation) so they are seen without failing the run.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from fuzz.oracle.model import Violation
 
 TARGET_ENV = "MCP_GAUNTLET_TARGET"
 
@@ -28,6 +35,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "built-in reference server)")
     group.addoption("--mcp-timeout", default=5.0, type=float, metavar="SECONDS",
                     help="how long the properties wait for each answer (default 5)")
+    from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+
+    group.addoption("--mcp-fail-on", default=DEFAULT_FAIL_ON, choices=FAIL_ON_CHOICES, metavar="STRENGTH",
+                    help="the weakest strength that fails a test: must, should or heuristic (default should); "
+                         "weaker violations are reported as warnings")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,10 +58,14 @@ def target_from(config: pytest.Config) -> str | None:
     return given or os.environ.get(TARGET_ENV) or None
 
 
+class McpObservation(UserWarning):
+    """A violation below --mcp-fail-on: shown in pytest's warnings summary, not a failure."""
+
+
 class McpSession:
     """One target for a whole pytest session: probed once, processes pooled across tests."""
 
-    def __init__(self, target: str | None, *, timeout: float = 5.0) -> None:
+    def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = "should") -> None:
         from fuzz.campaign import UnusableTarget, prepare_target
         from fuzz.properties.endpoints import open_endpoint
         from targets.target_spec import TargetError, parse_target
@@ -61,6 +77,7 @@ class McpSession:
             raise pytest.UsageError(f"mcp-gauntlet: unusable target: {exc}") from None
         self.spec = spec
         self.timeout = timeout
+        self.fail_on = fail_on
         self.ctx = self.prepared.context()
         self.endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
 
@@ -82,14 +99,30 @@ class McpSession:
         self.endpoint.prepare(prop.fresh_per_example)
         case = data.draw(prop.cases(self.ctx), label="case")
         run = execute(case, self.endpoint, reuse=True, timeout=self.timeout)
-        violations = judge_run(prop, run, self.ctx)
+        violations = self.observe(judge_run(prop, run, self.ctx))
         if violations:
             self.endpoint.discard_warm()
             main = primary(violations, run)
-            lines = [f"{main.strength} {main.rule}: {main.title}", main.detail, "", "violations:"]
-            lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}" for v in violations]
+            lines = [f"{main.strength} {main.rule}: {main.title}{_probe_note(main)}", main.detail, "", "violations:"]
+            lines += [f"  {v.strength} {v.rule}: {v.title}{_probe_note(v)} {v.detail}" for v in violations]
             lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
             raise AssertionError("\n".join(lines))
+
+    def observe(self, violations: list[Violation]) -> list[Violation]:
+        """The violations that fail the test (at or above --mcp-fail-on); each weaker one becomes
+        an McpObservation warning."""
+        import warnings
+
+        from fuzz.findings import strength_rank
+
+        if violations:
+            self.endpoint.discard_warm()  # it took part in a violation: the next case starts clean
+        failing = [v for v in violations if strength_rank(v.strength) <= strength_rank(self.fail_on.upper())]
+        for v in violations:
+            if v not in failing:
+                warnings.warn(McpObservation(f"{v.strength} {v.rule}: {v.title} (below --mcp-fail-on "
+                                             f"{self.fail_on})"), stacklevel=3)
+        return failing
 
     def close(self) -> None:
         self.endpoint.close()
@@ -108,8 +141,17 @@ def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
         timeout = float(request.config.getoption("--mcp-timeout"))
     except ValueError:
         timeout = 5.0
-    session = McpSession(target_from(request.config), timeout=timeout)
+    try:
+        fail_on = str(request.config.getoption("--mcp-fail-on"))
+    except ValueError:
+        fail_on = "should"
+    session = McpSession(target_from(request.config), timeout=timeout, fail_on=fail_on)
     try:
         yield session
     finally:
         session.close()
+
+
+def _probe_note(v: Violation) -> str:
+    """How the fuzzer provoked a violation: the probe and the rule that probe frame breaks."""
+    return f" (probe {v.probe}, which breaks {v.probe_rule})" if v.probe_rule else ""

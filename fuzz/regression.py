@@ -17,7 +17,7 @@ import orjson
 
 from fuzz.findings import atomic_write, load_repro
 
-_TEMPLATE = '''"""Regression test for mcp-gauntlet finding {fid}: {strength} {rule}.
+_TEMPLATE = '''"""Regression test for mcp-gauntlet finding {fid}: {label} {rule}.
 
 {title}
 Property {prop} over {transport}; method {method}; mutation {mutation}.
@@ -52,7 +52,7 @@ def regression_source(doc: dict[str, Any]) -> str:
     fid = str(doc.get("id") or "finding")
     text = orjson.dumps(doc).decode("utf-8")
     return _TEMPLATE.format(
-        fid=fid, strength=doc.get("strength"), rule=doc.get("rule"), title=_one_line(doc.get("title")),
+        fid=fid, label=doc.get("label") or doc.get("strength"), rule=doc.get("rule"), title=_one_line(doc.get("title")),
         prop=doc.get("property"), transport=doc.get("transport"), method=doc.get("method") or "-",
         mutation=doc.get("mutation") or "-", payload=repr(text), name=_identifier(fid),
     )

@@ -1,19 +1,31 @@
-"""`mcp-gauntlet replay FILE [--target T]`: play a reproduction again on a fresh target.
+"""`mcp-gauntlet replay FILE [--target T] [--attempts N]`: play a reproduction again on a fresh target.
 
 The file's case is played exactly as recorded, with the same process boundaries, every process
 fresh; values the server minted the first time (requestState, handles) are taken from this
 run's answers, as the bindings in the case say. The run is then judged by the same code as in
-the campaign (the oracle plus the property's own check), so "still fails" means what "failed"
-meant. A file without a case (hand-written, or from an older version) is replayed from its
-transcript: every frame sent, in order, one fresh process per recorded process.
+the campaign (the oracle plus the property's own check), under the same conditions the campaign
+recorded in the file: its per-answer and start-up timeouts (a finding made with --timeout 20 is
+judged with 20 s, or a slow answer would flip it), its era policy and the surface it learned,
+and its working directory (a target such as `stdio:python tests/servers/x.py` means something
+only there; a relative `cwd` is relative to the file's folder). A file without a case
+(hand-written, or from an older version) is replayed from its transcript: every frame sent, in
+order, one fresh process per recorded process.
 
-Exit status: 0 no longer fails, 1 still fails, 2 unusable (bad file, target cannot be started).
+Before the case is played the target is probed once: a target that does not start or does not
+answer its first request could not run, which says nothing about the finding (exit 2, never 1).
+
+Exit status: 0 no longer fails, 1 still fails (the recorded rule is broken again; with
+--attempts N, also when only some attempts fail: the finding is then labelled flaky),
+2 unusable (bad file, or a target that could not run).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -24,6 +36,8 @@ from fuzz.oracle.model import Violation
 from fuzz.properties.case import Case, Step
 from targets import extra_headers, validate
 from targets.transcript import Transcript
+
+DEFAULT_TIMEOUT = 5.0
 
 
 class ReplayUsageError(Exception):
@@ -37,20 +51,62 @@ class ReplayOutcome:
     target: str
     violations: list[Violation] = field(default_factory=list)
     transcript: Transcript | None = None
-
-    @property
-    def still_fails(self) -> bool:
-        return bool(self.violations)
+    label: str = ""  # the finding's label as recorded (`MUST`, `unconfirmed MUST`)
+    # Whether the recorded rule must be broken again. A file without a case replays bare frames
+    # without the case's expectations, so the same bug can surface under another rule (a death
+    # after a blank line is then an unanswered request): any violation counts there.
+    strict: bool = True
 
     @property
     def same_rule(self) -> bool:
         return any(v.rule == self.rule for v in self.violations)
 
+    @property
+    def still_fails(self) -> bool:
+        """The recorded rule is broken again (any violation, for a file that names no rule).
+        Other violations alone are not this finding: they are listed, and would be findings of
+        their own in a campaign."""
+        return self.same_rule if self.rule and self.strict else bool(self.violations)
+
     def describe(self) -> str:
-        if not self.violations:
-            return f"replay: {self.finding_id} no longer fails on {self.target}"
+        if not self.still_fails:
+            others = f" (other violations: {', '.join(sorted({v.rule for v in self.violations}))})" \
+                if self.violations else ""
+            return f"replay: {self.finding_id} no longer fails on {self.target}{others}"
         first = next((v for v in self.violations if v.rule == self.rule), self.violations[0])
         return f"replay: {self.finding_id} still fails: {first.strength} {first.rule} {first.title}"
+
+
+@dataclass(slots=True)
+class ReplayVerdict:
+    """What N attempts of one replay said; flaky when they disagree."""
+
+    attempts: list[ReplayOutcome]
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for o in self.attempts if o.still_fails)
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.failed < len(self.attempts)
+
+    @property
+    def still_fails(self) -> bool:
+        return self.failed > 0
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if self.still_fails else 0
+
+    def describe(self) -> str:
+        n = len(self.attempts)
+        if self.flaky:
+            last = next(o for o in self.attempts if o.still_fails)
+            return (f"replay: {last.finding_id} is flaky: failed {self.failed} of {n} attempts "
+                    f"({last.describe().split(': ', 2)[-1]})")
+        text = self.attempts[-1].describe()
+        return text + (f" ({self.failed if self.still_fails else n} of {n} attempts)" if n > 1 else "")
 
 
 def case_from_transcript(doc: dict[str, Any]) -> Case:
@@ -72,44 +128,124 @@ def case_from_transcript(doc: dict[str, Any]) -> Case:
     return Case(property=str(doc.get("property") or ""), steps=steps)
 
 
+def recorded_timeouts(doc: dict[str, Any], timeout: float | None = None) -> tuple[float, float]:
+    """(per-answer, start-up) seconds: an explicit `timeout` wins, else what the file recorded,
+    else the defaults of `mcp-gauntlet fuzz`."""
+    rec = doc.get("timeouts") if isinstance(doc.get("timeouts"), dict) else {}
+    answer = timeout if timeout is not None else _positive(rec.get("answer"), DEFAULT_TIMEOUT)
+    start = _positive(rec.get("start"), max(answer, DEFAULT_TIMEOUT)) if timeout is None else max(answer, 5.0)
+    return answer, max(start, answer)
+
+
+def _positive(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else default
+
+
+def recorded_cwd(doc: dict[str, Any], base: Path | None) -> Path | None:
+    """The directory the campaign ran in (relative to `base`, the file's folder, when relative);
+    None when the file names none or it does not exist here."""
+    cwd = doc.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        return None
+    path = Path(cwd)
+    if not path.is_absolute():
+        path = (base or Path.cwd()) / path
+    return path.resolve() if path.is_dir() else None
+
+
+@contextlib.contextmanager
+def working_directory(path: Path | None) -> Iterator[None]:
+    """Run the target from `path` (process-wide: a replay is one thread), then go back."""
+    if path is None:
+        yield
+        return
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
 def replay_document(
-    doc: dict[str, Any], *, target: str | None = None, timeout: float = 5.0, allow_remote: bool = False,
+    doc: dict[str, Any], *, target: str | None = None, timeout: float | None = None, allow_remote: bool = False,
+    base: Path | None = None, attempts: int = 1,
 ) -> ReplayOutcome:
-    """Play and judge one reproduction; raises ReplayUsageError when it cannot be played."""
+    """Play and judge one reproduction (the last of `attempts`); raises ReplayUsageError when it
+    cannot be played. See `replay_attempts` for all of them."""
+    return replay_attempts(doc, target=target, timeout=timeout, allow_remote=allow_remote, base=base,
+                           attempts=attempts).attempts[-1]
+
+
+def replay_attempts(
+    doc: dict[str, Any], *, target: str | None = None, timeout: float | None = None, allow_remote: bool = False,
+    base: Path | None = None, attempts: int = 1,
+) -> ReplayVerdict:
+    """Probe the target once, then play and judge the reproduction `attempts` times on fresh
+    processes, under the conditions the file recorded."""
+    target_text = target or doc.get("target")
+    if not isinstance(target_text, str) or not target_text:
+        raise ReplayUsageError("the file names no target; pass --target")
+    answer, start = recorded_timeouts(doc, timeout)
+    # Another target given on the command line runs from here; the recorded one from where it ran.
+    cwd = None if target and target != doc.get("target") else recorded_cwd(doc, base)
+    with working_directory(cwd):
+        return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0))
+                              for i in range(max(1, attempts))])
+
+
+def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, allow_remote: bool, *,
+          probe_first: bool) -> ReplayOutcome:
+    from fuzz.campaign import Prepared
     from fuzz.properties.base import Context, Property, all_properties
     from fuzz.properties.endpoints import open_endpoint
     from fuzz.properties.executor import HarnessError, execute
     from fuzz.properties.judging import judge_run
     from fuzz.properties.surface import Surface
+    from targets.probe import ProbeFailure, probe
     from targets.target_spec import TargetError, parse_target
 
-    target_text = target or doc.get("target")
-    if not isinstance(target_text, str) or not target_text:
-        raise ReplayUsageError("the file names no target; pass --target")
     try:
         spec = parse_target(target_text, allow_remote=allow_remote)
     except TargetError as exc:
         raise ReplayUsageError(str(exc)) from None
+    has_case = isinstance(doc.get("case"), dict)
     try:
-        case = Case.from_json(doc["case"]) if isinstance(doc.get("case"), dict) else case_from_transcript(doc)
+        case = Case.from_json(doc["case"]) if has_case else case_from_transcript(doc)
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayUsageError(f"the file's case cannot be read: {exc}") from None
     case.warm = []  # a replay starts every process fresh
+    recorded = doc.get("context") if isinstance(doc.get("context"), dict) else None
+    dual = False
+    if probe_first:
+        try:
+            found = probe(spec, timeout=start, check_dual=recorded is None)
+        except ProbeFailure as exc:
+            raise ReplayUsageError(f"could not run the target {spec.text}: {exc}") from None
+        dual = found.era == "dual"
     props = all_properties()
     prop: Property = props.get(case.property) or _OracleOnly()
-    ctx = Context(transport=spec.transport, era="modern", fresh_processes=spec.kind != "http",
-                  surface=Surface(), target=spec.text)
-    endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
+    if recorded is not None:
+        try:
+            ctx = Prepared.load({**recorded, "spec": spec.text}).context()
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReplayUsageError(f"the file's recorded context cannot be read: {exc}") from None
+        ctx.transport = spec.transport
+    else:
+        ctx = Context(transport=spec.transport, era="modern", fresh_processes=spec.kind != "http",
+                      surface=Surface(), target=spec.text, dual=dual)
+    endpoint = open_endpoint(spec, timeout=start)
     try:
         run = execute(case, endpoint, reuse=False, timeout=timeout)
     except HarnessError as exc:
-        raise ReplayUsageError(str(exc)) from None
+        raise ReplayUsageError(f"could not run the target {spec.text}: {exc}") from None
     finally:
         endpoint.close()
     if _unreachable(run.transcript):
-        raise ReplayUsageError(f"cannot reach {spec.text}: every request failed to connect")
+        raise ReplayUsageError(f"could not run the target {spec.text}: every request failed to connect")
     violations = judge_run(prop, run, ctx)
-    return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), spec.text, violations, run.transcript)
+    return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), spec.text, violations,
+                         run.transcript, label=str(doc.get("label") or doc.get("strength") or ""), strict=has_case)
 
 
 def _unreachable(transcript: Transcript) -> bool:
@@ -141,12 +277,18 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-gauntlet replay",
-                description="Re-run one reproduction file (DIR/repro/<id>.json) on a fresh target and re-judge it.",
-                epilog="Exit status: 0 no longer fails, 1 still fails, 2 unusable file or target.")
+                description="Re-run one reproduction file (DIR/repro/<id>.json) on a fresh target and re-judge it, "
+                            "with the timeouts, era policy and working directory the file recorded.",
+                epilog="Exit status: 0 no longer fails, 1 still fails (also when flaky: some of --attempts failed), "
+                       "2 unusable file or a target that could not run.")
     p.add_argument("file", help="a reproduction file written by `mcp-gauntlet fuzz`")
-    p.add_argument("--target", help="replay against this target instead of the one in the file")
+    p.add_argument("--target", help="replay against this target (run from the current directory) instead of the "
+                                    "one in the file (run from the directory the campaign ran in)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="wait per answer (default: what the campaign used, as recorded in the file; else 5)")
+    p.add_argument("--attempts", type=int, default=1, metavar="N",
+                   help="replay N times on fresh processes; the finding is flaky when they disagree (default 1)")
     p.add_argument("--client", metavar="CMD", help="a client finding: replay against this client command instead")
-    p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="wait per answer (default 5)")
     p.add_argument("--show", action="store_true", help="print the new transcript")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
@@ -161,28 +303,38 @@ def replay_main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
         validate.seconds(args.timeout, "--timeout")  # an InputError is a ValueError: one line below
+        if not 1 <= args.attempts <= 100:
+            raise ReplayUsageError("--attempts must be between 1 and 100")
         extra_headers.configure(args.header)  # a HeaderError is a ValueError: one line, exit 2
-        doc = load_repro(Path(args.file))
+        path = Path(args.file)
+        doc = load_repro(path)
         from fuzz.client.replay import is_client_repro, replay_client_document
 
         if is_client_repro(doc):
-            outcome = replay_client_document(doc, client=args.client, timeout=args.timeout)
+            verdict = ReplayVerdict([replay_client_document(doc, client=args.client, timeout=args.timeout)
+                                     for _ in range(args.attempts)])
         else:
-            outcome = replay_document(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote)
+            verdict = replay_attempts(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote,
+                                      base=path.resolve().parent, attempts=args.attempts)
     except (ReplayUsageError, ValueError) as exc:
         print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
         return 2
+    outcome = next((o for o in reversed(verdict.attempts) if o.still_fails), verdict.attempts[-1])
     if args.show and outcome.transcript is not None:
         from fuzz.reports import render_transcript_text
 
         print("\n".join(render_transcript_text(outcome.transcript.to_json())))
     if args.json:
         print(orjson.dumps({
-            "id": outcome.finding_id, "target": outcome.target, "still_fails": outcome.still_fails,
-            "same_rule": outcome.same_rule, "violations": [v.to_json() for v in outcome.violations],
+            "id": outcome.finding_id, "target": outcome.target, "label": outcome.label,
+            "still_fails": verdict.still_fails, "same_rule": outcome.same_rule, "flaky": verdict.flaky,
+            "attempts": len(verdict.attempts), "failed_attempts": verdict.failed,
+            "violations": [v.to_json() for v in outcome.violations],
         }).decode())
     else:
+        if outcome.label.startswith("unconfirmed"):
+            print(f"  recorded as {outcome.label}: the campaign did not see it on fresh processes")
         for v in outcome.violations:
             print(f"  {v.strength} {v.rule}: {v.title}" + (f" ({v.detail})" if v.detail else ""))
-    print(outcome.describe())
-    return 1 if outcome.still_fails else 0
+    print(verdict.describe())
+    return verdict.exit_status

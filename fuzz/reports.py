@@ -1,7 +1,8 @@
 """The campaign's reports for machines (junit.xml) and for people (report.html).
 
-Both are rendered from the same two inputs, the findings and the property runs, so they cannot
-disagree. The HTML page is one file with inline CSS and no script or external resource: it is
+Both are rendered from the same two inputs, the findings (grouped by root cause, see
+fuzz/findings.py) and the property runs, so they cannot disagree; `replay_command`, `where_seen`,
+`probe_text` and `run_skip_reason` say the same thing in every format (reuse them for new ones). The HTML page is one file with inline CSS and no script or external resource: it is
 attached to CI artefacts and opened from disk, often without network.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,10 +18,43 @@ from typing import Any
 
 import orjson
 
-from fuzz.findings import Finding, PropertyRun, atomic_write
+from fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write
 from fuzz.markdown_summary import summary_bytes
 from fuzz.sarif import sarif_bytes
 from targets.wire import MODERN_VERSION
+
+# --- what both reports say of a finding ---
+
+
+def replay_command(f: Finding, out_dir: Path | None) -> str:
+    """The replay hint as printed: with the repro file's absolute path, so the command works as
+    printed from any directory (the project root, the report's folder, a CI workspace)."""
+    path = (out_dir / f.repro).resolve() if out_dir is not None else Path(f.repro)
+    return f"mcp-gauntlet replay {shlex.quote(str(path))}"
+
+
+def where_seen(f: Finding) -> str:
+    methods = ", ".join(f.methods) or "-"
+    return f"methods {methods}; transports {', '.join(f.transports)}; properties {', '.join(sorted(f.properties))}"
+
+
+def probe_text(f: Finding) -> str:
+    if not f.probe:
+        return "-"
+    return f.probe + (f" (the frame breaks {f.probe_rule})" if f.probe_rule else "")
+
+
+def run_skip_reason(run: PropertyRun) -> str | None:
+    """Why a property run counts as skipped, or None when it ran: a run of 0 examples is never a
+    pass, whatever stopped it."""
+    if run.error:
+        return None
+    if run.skipped:
+        return run.note or "skipped"
+    if run.examples == 0:
+        return f"ran 0 examples ({run.note})" if run.note else "ran 0 examples"
+    return None
+
 
 # --- junit.xml ---
 
@@ -31,28 +66,41 @@ def junit_xml(
     target: str,
     seed: int | None,
     seconds: float,
+    fail_on: str = DEFAULT_FAIL_ON,
+    out_dir: Path | None = None,
 ) -> bytes:
-    """One test case per property and transport; one <failure> per finding inside its case."""
+    """One test case per property and transport. A case where a finding (at or above `fail_on`,
+    confirmed) was seen has exactly one <failure> naming every such finding, so `failures`
+    counts failed cases as JUnit readers expect; observations go to the case's system-out; a
+    case that ran 0 examples is <skipped> with its reason."""
     cases: dict[tuple[str, str], PropertyRun] = {(r.property, r.transport): r for r in runs}
-    by_case: dict[tuple[str, str], list[Finding]] = {}
+    failing = [f for f in findings if f.fails(fail_on)]
     for f in findings:
-        key = (f.property, f.transport)
-        by_case.setdefault(key, []).append(f)
-        cases.setdefault(key, PropertyRun(property=f.property, transport=f.transport))
+        for s in f.sightings.values():
+            cases.setdefault((s.property, s.transport), PropertyRun(property=s.property, transport=s.transport))
 
-    skipped = sum(1 for r in cases.values() if r.skipped)
-    errors = sum(1 for r in cases.values() if r.error)
+    results: dict[tuple[str, str], str] = {}
+    for key, run in cases.items():
+        if any(f.seen_in(*key) for f in failing):
+            results[key] = "failure"
+        elif run.error:
+            results[key] = "error"
+        elif run_skip_reason(run) is not None:
+            results[key] = "skipped"
+        else:
+            results[key] = "passed"
+    counts = {kind: str(sum(1 for r in results.values() if r == kind)) for kind in ("failure", "error", "skipped")}
     root = ET.Element(
-        "testsuites", name="mcp-gauntlet fuzz", tests=str(len(cases)), failures=str(len(findings)),
-        errors=str(errors), skipped=str(skipped), time=f"{seconds:.3f}",
+        "testsuites", name="mcp-gauntlet fuzz", tests=str(len(cases)), failures=counts["failure"],
+        errors=counts["error"], skipped=counts["skipped"], time=f"{seconds:.3f}",
     )
     suite = ET.SubElement(
         root, "testsuite", name=f"mcp-gauntlet fuzz {target}", tests=str(len(cases)),
-        failures=str(len(findings)), errors=str(errors), skipped=str(skipped), time=f"{seconds:.3f}",
+        failures=counts["failure"], errors=counts["error"], skipped=counts["skipped"], time=f"{seconds:.3f}",
         timestamp=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
     )
     props = ET.SubElement(suite, "properties")
-    for name, value in (("target", target), ("revision", MODERN_VERSION), ("seed", str(seed))):
+    for name, value in (("target", target), ("revision", MODERN_VERSION), ("seed", str(seed)), ("fail-on", fail_on)):
         ET.SubElement(props, "property", name=name, value=value)
     for key in sorted(cases):
         run = cases[key]
@@ -60,31 +108,42 @@ def junit_xml(
             suite, "testcase", classname=f"mcp_gauntlet.fuzz.{run.property}",
             name=f"{run.property}[{run.transport}]", time=f"{run.seconds:.3f}",
         )
-        for f in by_case.get(key, []):
+        here = [f for f in failing if f.seen_in(*key)]
+        seen = [f for f in findings if f.seen_in(*key) and not f.fails(fail_on)]
+        if results[key] == "failure":
+            head = "; ".join(f"{f.label} {f.rule}: {f.title}" for f in here)
             failure = ET.SubElement(
-                case, "failure", type=f.rule, message=f"{f.strength} {f.rule}: {f.title}"[:500],
+                case, "failure", type=here[0].rule,
+                message=f"{len(here)} finding{'s' * (len(here) != 1)}: {head}"[:500],
             )
-            failure.text = _failure_text(f)
-        if run.error:
+            texts = [_failure_text(f, out_dir) for f in here]
+            if run.error:
+                texts.append(f"the harness also stopped with an error: {run.error}")
+            failure.text = "\n\n".join(texts)
+        elif results[key] == "error":
             err = ET.SubElement(case, "error", message=run.error[:500])
             err.text = run.error
-        elif run.skipped:
-            ET.SubElement(case, "skipped", message=run.note or "skipped")
+        elif results[key] == "skipped":
+            ET.SubElement(case, "skipped", message=run_skip_reason(run) or "skipped")
         out = ET.SubElement(case, "system-out")
-        out.text = f"{run.examples} examples" + (f"; {run.note}" if run.note else "")
+        lines = [f"{run.examples} examples" + (f"; {run.note}" if run.note else "")]
+        lines += [f"observation {f.id}: {f.label} {f.rule}: {f.title} ({where_seen(f)}); "
+                  f"replay: {replay_command(f, out_dir)}" for f in seen]
+        out.text = "\n".join(lines)
     ET.indent(root)
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n"
 
 
-def _failure_text(f: Finding) -> str:
+def _failure_text(f: Finding, out_dir: Path | None) -> str:
     lines = [
-        f"finding {f.id}: {f.strength} {f.rule}",
+        f"finding {f.id}: {f.label} {f.rule}",
         f"title: {f.title}",
-        f"method: {f.method or '-'}  transport: {f.transport}  mutation: {f.mutation or '-'}",
+        f"seen in: {where_seen(f)}",
+        f"probe: {probe_text(f)}",
         f"seen {f.count} time(s); reproduction: {f.repro}",
-        f"replay: mcp-gauntlet replay {f.repro}",
+        f"replay: {replay_command(f, out_dir)}",
         "",
-        "transcript:",
+        f"transcript (smallest, {f.evidence.property} over {f.transport}):",
         *render_transcript_text(f.evidence.transcript),
     ]
     return "\n".join(lines)
@@ -155,12 +214,20 @@ def report_html(
     seconds: float,
     interrupted: bool = False,
     notes: Iterable[str] = (),
+    fail_on: str = DEFAULT_FAIL_ON,
+    out_dir: Path | None = None,
 ) -> str:
+    """The page leads with the findings, one collapsed block per bug (a campaign with dozens of
+    findings stays one screen of summaries), then the observations, then the property runs."""
     e = html.escape
+    failing = [f for f in findings if f.fails(fail_on)]
+    observed = [f for f in findings if not f.fails(fail_on)]
     verdict = (
-        f'<span class="bad">{len(findings)} finding{"s" if len(findings) != 1 else ""}</span>'
-        if findings else '<span class="ok">no findings</span>'
+        f'<span class="bad">{len(failing)} finding{"s" if len(failing) != 1 else ""}</span>'
+        if failing else '<span class="ok">no findings</span>'
     )
+    if observed:
+        verdict += f" &middot; {len(observed)} observation{'s' if len(observed) != 1 else ''}"
     head = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -170,55 +237,72 @@ def report_html(
         "<h1>mcp-gauntlet fuzz report</h1>",
         f'<p class="sub">target <code>{e(target)}</code> &middot; revision {MODERN_VERSION} '
         f"&middot; seed {e(str(seed))} &middot; {examples} examples in {seconds:.1f} s &middot; {verdict}"
+        f" &middot; fail-on {e(fail_on)}"
         + (" &middot; <b>interrupted</b>" if interrupted else "") + "</p>",
     ]
     for note in notes:
         head.append(f"<p>{e(note)}</p>")
 
-    body: list[str] = ["<h2>Summary</h2>"]
-    body.append("<table><tr><th>property</th><th>transport</th><th>examples</th><th>seconds</th>"
-                "<th>findings</th><th>note</th></tr>")
-    per_case: dict[tuple[str, str], int] = {}
-    for f in findings:
-        per_case[(f.property, f.transport)] = per_case.get((f.property, f.transport), 0) + 1
-    for r in runs:
-        n = per_case.get((r.property, r.transport), 0)
-        cls = "bad" if n else "ok"
-        note = r.error or r.note or ("skipped" if r.skipped else "")
-        body.append(
-            f"<tr><td>{e(r.property)}</td><td>{e(r.transport)}</td><td>{r.examples}</td>"
-            f"<td>{r.seconds:.1f}</td><td class=\"{cls}\">{n}</td><td>{e(note)}</td></tr>"
-        )
-    body.append("</table>")
-
-    if findings:
-        body.append("<h2>Findings</h2><table><tr><th>id</th><th>rule</th><th>strength</th><th>title</th>"
-                    "<th>method</th><th>transport</th><th>mutation</th><th>count</th></tr>")
-        for f in findings:
+    body: list[str] = []
+    for title, group, intro in (
+        ("Findings", failing, ""),
+        ("Observations", observed,
+         f"<p>Below --fail-on {e(fail_on)}, or not confirmed on fresh processes: shown, not failures.</p>"),
+    ):
+        if not group:
+            continue
+        body.append(f"<h2>{title} ({len(group)})</h2>{intro}")
+        body.append("<table><tr><th>finding</th><th>strength</th><th>rule</th><th>title</th><th>probe</th>"
+                    "<th>methods</th><th>transports</th><th>count</th></tr>")
+        for f in group:
             body.append(
-                f'<tr><td><a href="#{e(f.id)}">{e(f.id)}</a></td><td>{e(f.rule)}</td>'
-                f'<td class="{e(f.strength)}">{e(f.strength)}</td><td>{e(f.title)}</td>'
-                f"<td>{e(f.method or '-')}</td><td>{e(f.transport)}</td><td>{e(f.mutation or '-')}</td>"
+                f'<tr><td><a href="#{e(f.id)}">{e(f.id)}</a></td><td class="{e(f.strength)}">{e(f.label)}</td>'
+                f"<td>{e(f.rule)}</td><td>{e(f.title)}</td><td>{e(probe_text(f))}</td>"
+                f"<td>{e(', '.join(f.methods) or '-')}</td><td>{e(', '.join(f.transports))}</td>"
                 f"<td>{f.count}</td></tr>"
             )
         body.append("</table>")
-        for f in findings:
-            body.append(_finding_section(f))
+        for f in group:
+            body.append(_finding_section(f, out_dir))
+
+    body.append("<h2>Property runs</h2>")
+    body.append("<table><tr><th>property</th><th>transport</th><th>examples</th><th>seconds</th>"
+                "<th>findings</th><th>observations</th><th>note</th></tr>")
+    for r in runs:
+        n = sum(1 for f in failing if f.seen_in(r.property, r.transport))
+        o = sum(1 for f in observed if f.seen_in(r.property, r.transport))
+        cls = "bad" if n else "ok"
+        note = r.error or run_skip_reason(r) or r.note
+        body.append(
+            f"<tr><td>{e(r.property)}</td><td>{e(r.transport)}</td><td>{r.examples}</td>"
+            f"<td>{r.seconds:.1f}</td><td class=\"{cls}\">{n}</td><td>{o}</td><td>{e(note)}</td></tr>"
+        )
+    body.append("</table>")
     body.append("</body></html>")
     return "\n".join(head + body) + "\n"
 
 
-def _finding_section(f: Finding) -> str:
+def _finding_section(f: Finding, out_dir: Path | None) -> str:
     e = html.escape
     ev = f.evidence
     hl = {v.get("event") for v in ev.violations if isinstance(v.get("event"), int)}
     parts = [
-        f'<details id="{e(f.id)}" open><summary><span class="badge {e(f.strength)}">{e(f.strength)}</span> '
-        f"{e(f.rule)}: {e(f.title)}</summary>",
-        f"<p>property <code>{e(ev.property)}</code> over <code>{e(f.transport)}</code>; method "
-        f"<code>{e(f.method or '-')}</code>; mutation <code>{e(f.mutation or '-')}</code>; seen {f.count} "
-        f"time(s). Replay: <code>mcp-gauntlet replay {e(f.repro)}</code></p>",
+        f'<details id="{e(f.id)}"><summary><span class="badge {e(f.strength)}">{e(f.label)}</span> '
+        f"{e(f.rule)}: {e(f.title)} <small>({e(', '.join(f.methods) or '-')}; "
+        f"{e(', '.join(f.transports))}; x{f.count})</small></summary>",
+        f"<p>Probe: <code>{e(probe_text(f))}</code>. Replay: <code>{e(replay_command(f, out_dir))}</code></p>",
     ]
+    if not f.confirmed:
+        parts.append("<p><b>unconfirmed</b>: fresh processes did not show it; a replay may pass.</p>")
+    parts.append("<table><tr><th>method</th><th>transport</th><th>property</th><th>strength</th><th>title</th>"
+                 "<th>count</th></tr>")
+    for _, s in sorted(f.sightings.items()):
+        parts.append(
+            f"<tr><td>{e(s.method or '-')}</td><td>{e(s.transport)}</td><td>{e(s.property)}</td>"
+            f'<td class="{e(s.strength)}">{e(s.strength if s.confirmed else "unconfirmed " + s.strength)}</td>'
+            f"<td>{e(s.title)}</td><td>{s.count}</td></tr>"
+        )
+    parts.append("</table>")
     if ev.note:
         parts.append(f"<p>{e(ev.note)}</p>")
     if ev.violations:
@@ -230,6 +314,8 @@ def _finding_section(f: Finding) -> str:
                 f"<td>{e(str(v.get('event', '')))}</td></tr>"
             )
         parts.append("</table>")
+    parts.append(f"<p>Smallest transcript: property <code>{e(ev.property)}</code> over <code>{e(ev.transport)}</code>"
+                 f", method <code>{e(ev.method or '-')}</code>.</p>")
     parts.append(transcript_html(ev.transcript, highlight=hl))
     if ev.reproduce_blob:
         parts.append(
@@ -289,9 +375,11 @@ def write_reports(
     seconds: float,
     interrupted: bool = False,
     notes: Iterable[str] = (),
+    fail_on: str = DEFAULT_FAIL_ON,
 ) -> None:
     atomic_write(
-        out_dir / "junit.xml", junit_xml(runs, findings, target=target, seed=seed, seconds=seconds)
+        out_dir / "junit.xml",
+        junit_xml(runs, findings, target=target, seed=seed, seconds=seconds, fail_on=fail_on, out_dir=out_dir),
     )
     notes = list(notes)
     atomic_write(out_dir / "results.sarif", sarif_bytes(findings, target=target, seed=seed))
@@ -301,6 +389,6 @@ def write_reports(
         out_dir / "report.html",
         report_html(
             runs, findings, target=target, seed=seed, examples=examples, seconds=seconds,
-            interrupted=interrupted, notes=notes,
+            interrupted=interrupted, notes=notes, fail_on=fail_on, out_dir=out_dir,
         ).encode("utf-8"),
     )

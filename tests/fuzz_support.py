@@ -55,3 +55,31 @@ def processes_mentioning(tag: str) -> list[psutil.Process]:
 def last_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else ""
+
+
+# The reference server behind a proxy that follows every result with a stray id-less error: a
+# HEURISTIC (RPC-07: no malformed frame was outstanding to draw it) and nothing stronger, the
+# fixture for --fail-on and observations.
+STRAY_ERROR_PROXY = """
+import os, subprocess, sys, threading
+child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def pump_out():
+    for line in child.stdout:
+        sys.stdout.buffer.write(line)
+        if b'"result"' in line:
+            sys.stdout.buffer.write(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"stray"}}\\n')
+        sys.stdout.buffer.flush()
+    os._exit(child.wait())
+threading.Thread(target=pump_out, daemon=True).start()
+for line in sys.stdin.buffer:
+    child.stdin.write(line); child.stdin.flush()
+child.stdin.close()
+child.wait()
+"""
+
+
+def stray_error_target(tmp: Path) -> str:
+    """stdio target: the reference server, each result followed by a stray id-less error."""
+    proxy = tmp / "stray_error_proxy.py"
+    proxy.write_text(STRAY_ERROR_PROXY)
+    return f"stdio:{PYTHON} {proxy} " + reference_stdio(tmp / "stray.sqlite3").removeprefix("stdio:")

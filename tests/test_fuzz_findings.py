@@ -1,4 +1,5 @@
-"""Findings, their files and the reports: bucketing, "on disk at once", smaller evidence wins.
+"""Findings, their files and the reports: one finding per bug, "on disk at once", smaller evidence
+wins, --fail-on and observations, unconfirmed labels, JUnit counts as a JUnit parser reads them.
 
 These are pure data tests (the campaign tests cover the same files produced by real runs):
 the transcripts here are built event by event, the way the drivers record them.
@@ -6,12 +7,24 @@ the transcripts here are built event by event, the way the drivers record them.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import orjson
+from fuzz_support import PYTHON
+from junitparser import Error, Failure, JUnitXml, Skipped
 
-from fuzz.findings import Evidence, FindingStore, PropertyRun, finding_id, load_repro
+from fuzz.findings import (
+    Evidence,
+    FindingStore,
+    PropertyRun,
+    ReplayConditions,
+    finding_id,
+    load_repro,
+    resolved_command,
+)
 from fuzz.reports import junit_xml, render_transcript_text, report_html, write_reports
 from targets import wire
 from targets.transcript import Transcript
@@ -33,14 +46,20 @@ def transcript(frames: int, *, noise: bytes = b"") -> dict:
 
 def evidence(frames: int = 2, *, rule: str = "RT-01", method: str | None = "tools/list",
              mutation: str | None = None, transport: str = "stdio", confirmed: bool = True, **kw) -> Evidence:
+    title = kw.pop("title", "result without resultType")
+    strength = kw.pop("strength", "MUST")
     return Evidence(
-        rule=rule, strength=kw.pop("strength", "MUST"), title=kw.pop("title", "result without resultType"),
+        rule=rule, strength=strength, title=title,
         method=method, transport=transport, mutation=mutation, property=kw.pop("prop", "valid"),
         case={"property": "valid", "steps": []}, transcript=kw.pop("transcript", transcript(frames)),
-        violations=[{"rule": rule, "strength": "MUST", "title": "result without resultType", "event": 2}],
+        violations=[{"rule": rule, "strength": strength, "title": title, "event": 2}],
         reproduce_blob="AXicY2BgAAAABAAB", hypothesis_version="6.170.17", target="stdio:server",
-        confirmed=confirmed,
+        confirmed=confirmed, probe=kw.pop("probe", mutation), probe_rule=kw.pop("probe_rule", None),
     )
+
+
+def sends(repro: dict) -> int:
+    return len([e for e in repro["transcript"]["events"] if e["kind"] == "send"])
 
 
 def test_a_finding_is_on_disk_as_soon_as_it_is_recorded(tmp_path: Path) -> None:
@@ -52,37 +71,110 @@ def test_a_finding_is_on_disk_as_soon_as_it_is_recorded(tmp_path: Path) -> None:
     assert index["target"] == "stdio:server" and index["revision"] == "2026-07-28" and index["seed"] == 42
     [entry] = index["findings"]
     assert entry["id"] == finding.id and entry["count"] == 1 and entry["repro"] == f"repro/{finding.id}.json"
+    assert {"id", "rule", "strength", "title", "method", "transport", "mutation", "count", "repro"} <= set(entry)
     repro = load_repro(tmp_path / entry["repro"])
     assert repro["seed"] == 42 and repro["reproduce_blob"] and repro["property"] == "valid"
     assert repro["reproduce_decorator"].startswith("@reproduce_failure('6.170.17', b'")
-    assert len([e for e in repro["transcript"]["events"] if e["kind"] == "send"]) == 3
+    assert sends(repro) == 3
 
 
-def test_bucketing_by_rule_method_mutation_and_transport(tmp_path: Path) -> None:
+def test_one_finding_per_bug_whatever_the_method_or_transport(tmp_path: Path) -> None:
     store = FindingStore(tmp_path, target="t", seed=1)
-    store.record(evidence(3))
-    store.record(evidence(2))  # same bucket, smaller: replaces the evidence
-    store.record(evidence(4))  # same bucket, larger: only counted
-    store.record(evidence(2, mutation="id-null"))
-    store.record(evidence(2, method="prompts/list"))
-    store.record(evidence(2, transport="http"))
-    store.record(evidence(2, rule="RPC-06"))
+    # One missing resultType, seen on nine methods over two transports and two properties.
+    methods = ["server/discover", "tools/list", "tools/call", "resources/list", "resources/read",
+               "resources/templates/list", "prompts/list", "prompts/get", "completion/complete"]
+    for i, m in enumerate(methods):
+        store.record(evidence(3 + i % 3, method=m, transport="stdio" if i % 2 else "http",
+                              prop="valid" if i % 3 else "lists"))
+    store.record(evidence(1, method="tools/list", transport="stdio"))  # the smallest: kept
+    # One silent drop of null ids, seen on five methods: one finding, apart from the first.
+    for m in methods[:5]:
+        store.record(evidence(2, rule="RPC-01", method=m, mutation="id-null", probe_rule="RPC-04",
+                              strength="SHOULD", title="malformed frame (id-null) got no reply", prop="framing"))
+    # Another probe of the same duty is another bug; so is another behaviour under the same rule.
+    store.record(evidence(2, rule="RPC-01", method=None, mutation="truncated-json", strength="SHOULD",
+                          title="malformed frame (truncated-json) got no reply", prop="framing"))
+    store.record(evidence(2, title="result without resultType on an error page"))
     findings = store.findings
-    assert len(findings) == 5
-    first = next(f for f in findings if (f.rule, f.method, f.mutation, f.transport) == ("RT-01", "tools/list", None, "stdio"))
-    assert first.count == 3
-    repro = load_repro(tmp_path / first.repro)
-    assert len([e for e in repro["transcript"]["events"] if e["kind"] == "send"]) == 2
-    assert len({f.id for f in findings}) == 5
-    assert finding_id("RT-01", "tools/list", None, "stdio") == first.id  # stable across campaigns
+    assert len(findings) == 4, [(f.rule, f.title) for f in findings]
+    rt = next(f for f in findings if f.rule == "RT-01" and f.title == "result without resultType")
+    assert rt.count == 10 and rt.methods == sorted(methods) and rt.transports == ["http", "stdio"]
+    assert sorted(rt.properties) == ["lists", "valid"]
+    assert sends(load_repro(tmp_path / rt.repro)) == 1 and rt.method == "tools/list"
+    drop = next(f for f in findings if f.probe == "id-null")
+    assert drop.count == 5 and len(drop.methods) == 5 and drop.rule == "RPC-01" and drop.probe_rule == "RPC-04"
+    entry = next(e for e in orjson.loads((tmp_path / "findings.json").read_bytes())["findings"] if e["id"] == rt.id)
+    assert entry["methods"] == sorted(methods) and entry["transports"] == ["http", "stdio"]
+    assert sum(s["count"] for s in entry["seen"]) == 10 and len(entry["seen"]) == 9  # per-method detail kept
+    assert {s["method"] for s in entry["seen"]} == set(methods)
+    assert finding_id("RT-01", "behaviour:result without resultType") == rt.id  # stable across campaigns
 
 
-def test_confirmed_evidence_beats_smaller_unconfirmed(tmp_path: Path) -> None:
+def test_the_probe_is_carried_apart_from_the_rule(tmp_path: Path) -> None:
     store = FindingStore(tmp_path, target="t", seed=1)
+    found, _ = store.record(evidence(2, rule="RPC-01", mutation="id-null", probe_rule="RPC-04", strength="SHOULD",
+                                     title="malformed frame (id-null) got no reply", prop="framing"))
+    [entry] = orjson.loads((tmp_path / "findings.json").read_bytes())["findings"]
+    assert (entry["rule"], entry["probe"], entry["probe_rule"], entry["mutation"]) == ("RPC-01", "id-null", "RPC-04",
+                                                                                       "id-null")
+    repro = load_repro(tmp_path / found.repro)
+    assert (repro["rule"], repro["probe"], repro["probe_rule"]) == ("RPC-01", "id-null", "RPC-04")
+    # A violation without `probe` (older oracle output) falls back to the mutation.
+    ev = evidence(2, rule="RPC-01", mutation="nul-byte", strength="SHOULD", title="x")
+    ev.probe = None
+    assert ev.probe_name == "nul-byte" and ev.group_key() == ("RPC-01", "probe:nul-byte")
+
+
+def test_fail_on_decides_failures_and_the_rest_are_observations(tmp_path: Path) -> None:
+    def store_with(fail_on: str) -> FindingStore:
+        store = FindingStore(tmp_path / fail_on, target="t", seed=1, fail_on=fail_on)
+        store.record(evidence(2, rule="RT-01", strength="MUST"))
+        store.record(evidence(2, rule="META-07", strength="SHOULD", title="result without _meta serverInfo"))
+        store.record(evidence(2, rule="RPC-11", strength="HEURISTIC", title="batch dropped", mutation="batch-array"))
+        return store
+
+    for fail_on, failing in (("must", {"RT-01"}), ("should", {"RT-01", "META-07"}),
+                             ("heuristic", {"RT-01", "META-07", "RPC-11"})):
+        store = store_with(fail_on)
+        assert {f.rule for f in store.failures} == failing
+        index = orjson.loads((tmp_path / fail_on / "findings.json").read_bytes())
+        assert index["fail_on"] == fail_on and index["failures"] == len(failing)
+        verdicts = {e["rule"]: e["verdict"] for e in index["findings"]}
+        assert {r for r, v in verdicts.items() if v == "failure"} == failing
+        assert [e["verdict"] for e in index["findings"]] == sorted(verdicts.values())  # failures first
+
+
+def test_an_unconfirmed_finding_is_labelled_so_everywhere_and_never_fails(tmp_path: Path) -> None:
+    store = FindingStore(tmp_path, target="t", seed=1)
+    found, _ = store.record(evidence(2, confirmed=False))
+    assert found.label == "unconfirmed MUST" and not found.fails("heuristic")
+    [entry] = orjson.loads((tmp_path / "findings.json").read_bytes())["findings"]
+    assert entry["label"] == "unconfirmed MUST" and entry["confirmed"] is False and entry["verdict"] == "observation"
+    runs = [PropertyRun("valid", "stdio", 10, 1.0)]
+    write_reports(tmp_path, runs, store.findings, target="t", seed=1, examples=10, seconds=1.0)
+    html = (tmp_path / "report.html").read_text()
+    assert "unconfirmed MUST" in html and "no findings" in html
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "junit.xml"))))
+    assert suite.failures == 0
+    [case] = list(suite)
+    assert case.is_passed and "unconfirmed MUST" in (case.system_out or "")
+    # Confirmed evidence, once seen, is kept and makes the finding a plain failure.
     found, _ = store.record(evidence(4, confirmed=True))
+    assert found.label == "MUST" and found.fails() and sends(load_repro(tmp_path / found.repro)) == 4
     store.record(evidence(1, confirmed=False))
     assert load_repro(tmp_path / found.repro)["confirmed"] is True
-    assert len([e for e in load_repro(tmp_path / found.repro)["transcript"]["events"] if e["kind"] == "send"]) == 4
+
+
+def test_the_repro_records_what_the_verdict_depended_on(tmp_path: Path) -> None:
+    conditions = ReplayConditions(timeout=20.0, start_timeout=20.0, cwd=str(tmp_path),
+                                  commands={"stdio:server": ["/usr/bin/server"]},
+                                  contexts={"stdio:server": {"era": "modern", "dual": True}})
+    store = FindingStore(tmp_path, target="stdio:server", seed=1, conditions=conditions)
+    found, _ = store.record(evidence(2))
+    repro = load_repro(tmp_path / found.repro)
+    assert repro["timeouts"] == {"answer": 20.0, "start": 20.0} and repro["cwd"] == str(tmp_path)
+    assert repro["command"] == ["/usr/bin/server"] and repro["context"] == {"era": "modern", "dual": True}
+    assert resolved_command(["python", "x.py"])[0].endswith("python") and resolved_command([]) == []
 
 
 def test_load_repro_rejects_what_is_not_one(tmp_path: Path) -> None:
@@ -102,20 +194,56 @@ def test_load_repro_rejects_what_is_not_one(tmp_path: Path) -> None:
         assert "not an mcp-gauntlet reproduction" in str(exc)
 
 
-def test_junit_has_one_case_per_property_and_transport_and_one_failure_per_finding(tmp_path: Path) -> None:
+def test_junit_counts_read_by_a_junit_parser(tmp_path: Path) -> None:
     store = FindingStore(tmp_path, target="t", seed=1)
-    store.record(evidence(2))
-    store.record(evidence(2, rule="RPC-06", prop="ids"))
+    store.record(evidence(2))  # valid[stdio]
+    store.record(evidence(2, method="prompts/list"))  # the same bug: still one failure in valid[stdio]
+    store.record(evidence(2, rule="RPC-06", prop="ids", title="result without a request id"))
+    store.record(evidence(2, rule="META-07", prop="ids", strength="SHOULD", title="no serverInfo"))  # ids again
+    store.record(evidence(2, rule="RPC-11", prop="framing", strength="HEURISTIC", title="batch dropped"))
     runs = [PropertyRun("valid", "stdio", 10, 1.5), PropertyRun("ids", "stdio", 10, 0.5),
-            PropertyRun("mrtr", "stdio", skipped=True, note="no call answered input_required")]
-    root = ET.fromstring(junit_xml(runs, store.findings, target="t", seed=1, seconds=2.0))
-    cases = {c.get("name"): c for c in root.iter("testcase")}
-    assert set(cases) == {"valid[stdio]", "ids[stdio]", "mrtr[stdio]"}
-    assert len(cases["valid[stdio]"].findall("failure")) == 1 and len(cases["ids[stdio]"].findall("failure")) == 1
-    assert cases["mrtr[stdio]"].find("skipped") is not None
-    assert root.get("failures") == "2" and root.get("tests") == "3"
-    failure = cases["valid[stdio]"].find("failure")
-    assert failure is not None and failure.get("type") == "RT-01" and "mcp-gauntlet replay repro/" in (failure.text or "")
+            PropertyRun("framing", "stdio", 10, 0.5),
+            PropertyRun("mrtr", "stdio", skipped=True, note="no call answered input_required"),
+            PropertyRun("lists", "stdio", 0, 0.1, note="stopped at its time share"),
+            PropertyRun("history", "stdio", 3, 0.1, error="harness broke")]
+    path = tmp_path / "junit.xml"
+    path.write_bytes(junit_xml(runs, store.findings, target="t", seed=1, seconds=2.0, out_dir=tmp_path))
+    xml = JUnitXml.fromfile(str(path))
+    [suite] = list(xml)
+    cases = {c.name: c for c in suite}
+    assert set(cases) == {"valid[stdio]", "ids[stdio]", "framing[stdio]", "mrtr[stdio]", "lists[stdio]",
+                          "history[stdio]"}
+    assert (suite.tests, suite.failures, suite.skipped, suite.errors) == (6, 2, 2, 1)
+    for name in ("valid[stdio]", "ids[stdio]"):
+        [result] = cases[name].result
+        assert isinstance(result, Failure), name
+    assert "2 findings" in cases["ids[stdio]"].result[0].message
+    assert cases["framing[stdio]"].is_passed and "observation" in (cases["framing[stdio]"].system_out or "")
+    for name, reason in (("mrtr[stdio]", "no call answered input_required"), ("lists[stdio]", "ran 0 examples")):
+        [result] = cases[name].result
+        assert isinstance(result, Skipped) and reason in result.message, name
+    assert isinstance(cases["history[stdio]"].result[0], Error)
+    text = cases["valid[stdio]"].result[0].text or ""
+    assert f"mcp-gauntlet replay {(tmp_path / 'repro').resolve()}/" in text and "prompts/list, tools/list" in text
+
+
+def test_the_printed_replay_hint_works_from_the_project_root_and_the_reports_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    store = FindingStore(out, target="t", seed=1)
+    store.record(evidence(2))
+    write_reports(out, [PropertyRun("valid", "stdio", 5, 1.0)], store.findings, target="t", seed=1,
+                  examples=5, seconds=1.0)
+    html = (out / "report.html").read_text()
+    hint = re.search(r"<code>(mcp-gauntlet replay [^<]+)</code>", html)
+    assert hint is not None
+    command = shlex.split(hint.group(1))
+    junit_text = (out / "junit.xml").read_text()
+    assert hint.group(1) in junit_text
+    for cwd in (Path(__file__).resolve().parents[1], out):
+        # The file's target does not start: exit 2 says the hint found the file and could not run it.
+        proc = subprocess.run([PYTHON, "-m", "fuzz.cli", *command[1:]], cwd=cwd, capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert proc.returncode == 2 and "could not run the target" in proc.stderr, (cwd, proc.stderr)
 
 
 def test_html_report_is_self_contained_and_escapes_what_the_server_said(tmp_path: Path) -> None:
@@ -144,3 +272,53 @@ def test_text_transcript_marks_direction_and_status() -> None:
 def test_report_html_without_findings_says_so() -> None:
     html = report_html([PropertyRun("framing", "stdio", 3, 0.2)], [], target="t", seed=9, examples=3, seconds=0.2)
     assert "no findings" in html and "framing" in html
+
+
+def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> None:
+    """End to end: a server that follows every result with a stray id-less error breaks a
+    HEURISTIC (RPC-07) only. Under the default --fail-on should the campaign exits 0 and reports
+    one observation everywhere; under --fail-on heuristic the same campaign fails."""
+    from fuzz_support import last_line, run_cli, stray_error_target
+
+    target = stray_error_target(tmp_path)
+    args = ["--properties", "valid", "--max-examples", "10", "--seed", "1", "--no-database", "--shrink-time", "3",
+            "--first-finding", "--progress", "never"]
+    out = tmp_path / "out"
+    proc = run_cli("fuzz", "--target", target, "--out", str(out), *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert last_line(proc.stdout).endswith(" properties, 0 findings, 1 observations"), proc.stdout
+    assert "observation RPC-07-" in proc.stdout
+    index = orjson.loads((out / "findings.json").read_bytes())
+    assert (index["fail_on"], index["failures"], index["observations"]) == ("should", 0, 1)
+    [entry] = index["findings"]
+    assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC" and entry["rule"] == "RPC-07"
+    [suite] = list(JUnitXml.fromfile(str(out / "junit.xml")))
+    assert suite.failures == 0 and suite.tests == 1
+    [case] = list(suite)
+    assert case.is_passed and "observation RPC-07-" in (case.system_out or "")
+    html = (out / "report.html").read_text()
+    assert "Observations (1)" in html and "no findings" in html and "<h2>Findings" not in html
+
+    strict = tmp_path / "strict"
+    proc = run_cli("fuzz", "--target", target, "--out", str(strict), "--fail-on", "heuristic", *args)
+    assert proc.returncode == 1 and last_line(proc.stdout).endswith(" properties, 1 findings"), proc.stdout
+    [suite] = list(JUnitXml.fromfile(str(strict / "junit.xml")))
+    assert suite.failures == 1
+
+
+def test_fail_on_takes_only_the_three_strengths() -> None:
+    from fuzz_support import run_cli
+
+    proc = run_cli("fuzz", "--fail-on", "sometimes", "--max-examples", "1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--fail-on" in proc.stderr
+
+
+def test_html_report_stays_readable_with_dozens_of_findings(tmp_path: Path) -> None:
+    store = FindingStore(tmp_path, target="t", seed=1)
+    for i in range(40):
+        store.record(evidence(2, rule=f"RT-{i:02d}", title=f"behaviour {i}"))
+    runs = [PropertyRun("valid", "stdio", 50, 1.0)]
+    html = report_html(runs, store.findings, target="t", seed=1, examples=50, seconds=1.0, out_dir=tmp_path)
+    assert html.count("<details id=") == 40 and "<details id=\"RT-00" in html and " open>" not in html
+    assert html.index("<h2>Findings (40)") < html.index("<h2>Property runs")  # the findings lead

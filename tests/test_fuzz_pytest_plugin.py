@@ -12,7 +12,7 @@ import subprocess
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from fuzz_support import PYTHON, reference_stdio
+from fuzz_support import PYTHON, reference_stdio, stray_error_target
 
 PROFILE = '''from hypothesis import settings
 settings.register_profile("tiny", max_examples=6, database=None)
@@ -25,15 +25,28 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", "fuzz.pytest_plugin"]
 
 
-def _run_suite(tmp_path: Path, target: str, select: str) -> subprocess.CompletedProcess[str]:
+def _run_suite(tmp_path: Path, target: str, select: str, *extra: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tiny_profile.py").write_text(PROFILE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run(
         [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tiny_profile", *_plugin_args(),
          "--hypothesis-profile", "tiny", "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
-         "-k", select, "--mcp-target", target],
+         "-k", select, "--mcp-target", target, *extra],
         capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env,
     )
+
+
+def test_fail_on_makes_a_heuristic_an_observation_or_a_failure(tmp_path: Path) -> None:
+    """A server that follows every result with a stray id-less error breaks a HEURISTIC (RPC-07)
+    only. Under the default --mcp-fail-on should it is a warning and the test passes; under
+    heuristic it fails."""
+    target = stray_error_target(tmp_path)
+    proc = _run_suite(tmp_path, target, "valid")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "McpObservation: HEURISTIC RPC-07" in proc.stdout
+    proc = _run_suite(tmp_path, target, "valid", "--mcp-fail-on", "heuristic")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "HEURISTIC RPC-07" in proc.stdout and "transcript:" in proc.stdout
 
 
 def test_suite_passes_on_the_reference(tmp_path: Path) -> None:

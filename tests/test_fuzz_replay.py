@@ -8,6 +8,8 @@ from its case or from its transcript alone, and as a generated pytest file.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from fuzz_support import PYTHON, last_line, processes_mentioning, reference_stdi
 
 from fuzz.cli import main as cli_main
 from fuzz.regression import write_regressions
+from fuzz.replay import recorded_timeouts, replay_document
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +29,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     out = base / "out"
     status = cli_main(["fuzz", "--target", mutant, "--properties", "framing", "--mutations", "blank-line",
                        "--max-examples", "10", "--seed", "1", "--out", str(out), "--no-database",
-                       "--shrink-time", "3", "--first-finding", "--progress", "never"])
+                       "--shrink-time", "3", "--first-finding", "--progress", "never", "--fail-on", "heuristic"])
     assert status == 1
     index = orjson.loads((out / "findings.json").read_bytes())
     repro = out / index["findings"][0]["repro"]
@@ -92,3 +95,156 @@ def test_written_regression_test_fails_on_the_mutant_and_passes_on_the_reference
                               capture_output=True, text=True, timeout=120, cwd=tmp_path,
                               env={**os.environ, "MCP_GAUNTLET_TARGET": target})
         assert proc.returncode == expected, proc.stdout + proc.stderr
+
+
+# --- replays that tell the truth: recorded conditions, unusable targets, attempts ---
+
+SLOW_WRAPPER = """
+import subprocess, sys, threading, time
+delay, argv = float(sys.argv[1]), sys.argv[2:]
+child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def pump_in():
+    for line in sys.stdin.buffer:
+        child.stdin.write(line); child.stdin.flush()
+    child.stdin.close()
+threading.Thread(target=pump_in, daemon=True).start()
+for line in child.stdout:
+    time.sleep(delay)
+    sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
+sys.exit(child.wait())
+"""
+
+# The reference server behind a proxy that dies on every other blank line it is sent (a mode file
+# it toggles itself, so the schedule does not depend on how many processes a replay starts): a
+# target whose verdict depends on the run, for --attempts.
+ALTERNATING = """
+import os, pathlib, subprocess, sys, threading
+mode, argv = pathlib.Path(sys.argv[1]), sys.argv[2:]
+child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+def pump_out():
+    for line in child.stdout:
+        sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
+    os._exit(child.wait())
+threading.Thread(target=pump_out, daemon=True).start()
+for line in sys.stdin.buffer:
+    if not line.strip():
+        die = mode.exists() and mode.read_text() == "die"
+        mode.write_text("live" if die else "die")
+        if die:
+            child.kill()
+            os._exit(0)
+    child.stdin.write(line); child.stdin.flush()
+child.stdin.close()
+child.wait()
+"""
+
+
+def _repro_doc(campaign: dict) -> dict:
+    return orjson.loads(Path(campaign["repro"]).read_bytes())
+
+
+def test_the_repro_records_the_campaigns_conditions(campaign: dict) -> None:
+    doc = _repro_doc(campaign)
+    assert doc["timeouts"] == {"answer": 5.0, "start": 5.0}
+    assert doc["cwd"] == os.getcwd() and doc["command"][0] == PYTHON
+    assert doc["context"]["era"] == "modern" and doc["context"]["dual"] is False and doc["context"]["surface"]
+    assert doc["probe"] == "blank-line" and doc["confirmed"] and doc["label"] == doc["strength"]
+
+
+def test_replay_judges_with_the_recorded_timeouts(campaign: dict, tmp_path: Path) -> None:
+    """A reference server answering each line after 1.5 s: with the 0.5 s answer timeout recorded
+    in the file the request after the blank line is given up on; with 5 s it is answered and the
+    replay no longer fails. The same file, only the recorded timeout differs. (That an unanswered
+    request is then a finding, exit 1, is the oracle's verdict: see fuzz/oracle/framing.py.)"""
+    wrapper = tmp_path / "slow.py"
+    wrapper.write_text(SLOW_WRAPPER)
+    slow = f"stdio:{PYTHON} {wrapper} 1.5 {PYTHON} -m targets.reference --transport stdio --db {tmp_path / 'r.db'}"
+    doc = _repro_doc(campaign)
+    doc["target"] = slow
+    kinds = {}
+    for answer in (0.5, 5.0):
+        doc["timeouts"] = {"answer": answer, "start": 10.0}
+        outcome = replay_document(doc)
+        assert outcome.transcript is not None
+        kinds[answer] = [e.kind for e in outcome.transcript.events]
+        if answer == 5.0:
+            assert not outcome.still_fails, outcome.describe()
+    assert "timeout" in kinds[0.5] and "recv" not in kinds[0.5], kinds
+    assert "timeout" not in kinds[5.0] and "recv" in kinds[5.0], kinds
+    assert recorded_timeouts({"timeouts": {"answer": 20, "start": 20}}) == (20.0, 20.0)
+    assert recorded_timeouts({"timeouts": {"answer": 20, "start": 20}}, 2.0) == (2.0, 5.0)  # --timeout wins
+    assert recorded_timeouts({}) == (5.0, 5.0)  # a file from before timeouts were recorded
+
+
+def test_replay_runs_the_recorded_target_from_its_working_directory(campaign: dict, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "server.py").write_text(
+        "import runpy, sys\n"
+        f"sys.argv = ['reference', '--transport', 'stdio', '--db', {str(tmp_path / 'm.db')!r}, '--bug', 'exit-on-newline']\n"
+        "runpy.run_module('targets.reference', run_name='__main__')\n")
+    doc = _repro_doc(campaign)
+    doc["target"] = f"stdio:{PYTHON} server.py"  # relative: means something only in `project`
+    doc["cwd"] = str(project)
+    absolute = tmp_path / "abs.json"
+    absolute.write_bytes(orjson.dumps(doc))
+    doc["cwd"] = "project"  # relative to the file's folder, as the committed real-server files say
+    relative = tmp_path / "rel.json"
+    relative.write_bytes(orjson.dumps(doc))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for path in (absolute, relative):
+        proc = subprocess.run([PYTHON, "-m", "fuzz.cli", "replay", str(path)], cwd=elsewhere, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert proc.returncode == 1 and doc["rule"] in last_line(proc.stdout), proc.stdout + proc.stderr
+    # Without the directory the command cannot start: that is "could not run", never "still fails".
+    doc.pop("cwd")
+    bare = tmp_path / "bare.json"
+    bare.write_bytes(orjson.dumps(doc))
+    proc = subprocess.run([PYTHON, "-m", "fuzz.cli", "replay", str(bare)], cwd=elsewhere, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and "could not run the target" in proc.stderr, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("target", [f"stdio:{PYTHON} /nonexistent.py", "stdio:python /nonexistent.py"])
+def test_a_target_that_cannot_start_exits_2_not_1(campaign: dict, target: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["replay", str(campaign["repro"]), "--target", target]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "could not run the target" in err[0]
+
+
+def test_attempts_agree_or_the_finding_is_flaky(campaign: dict, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["replay", str(campaign["repro"]), "--attempts", "3", "--json"]) == 1
+    out = capsys.readouterr().out
+    outcome = orjson.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert (outcome["attempts"], outcome["failed_attempts"], outcome["flaky"]) == (3, 3, False)
+    assert "3 of 3 attempts" in last_line(out)
+    assert cli_main(["replay", str(campaign["repro"]), "--attempts", "2", "--target", campaign["reference"]]) == 0
+    assert "2 of 2 attempts" in last_line(capsys.readouterr().out)
+
+    script = tmp_path / "alternating.py"
+    script.write_text(ALTERNATING)
+    target = (f"stdio:{PYTHON} {script} {tmp_path / 'mode'} {PYTHON} -m targets.reference --transport stdio "
+              f"--db {tmp_path / 'alt.db'}")
+    assert cli_main(["replay", str(campaign["repro"]), "--attempts", "4", "--target", target, "--json"]) == 1
+    out = capsys.readouterr().out
+    outcome = orjson.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert outcome["flaky"] is True and 0 < outcome["failed_attempts"] < 4, out
+    assert "is flaky: failed" in last_line(out)
+
+
+def test_the_printed_replay_hint_works_from_the_project_root_and_the_reports_folder(campaign: dict) -> None:
+    out = Path(campaign["out"])
+    html = (out / "report.html").read_text()
+    hints = set(re.findall(r"<code>(mcp-gauntlet replay [^<]+)</code>", html))
+    junit = (out / "junit.xml").read_text()
+    assert len(hints) == 1 and next(iter(hints)) in junit
+    argv = shlex.split(next(iter(hints)))
+    for cwd in (Path(__file__).resolve().parents[1], out):
+        proc = subprocess.run([PYTHON, "-m", "fuzz.cli", *argv[1:]], cwd=cwd, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert proc.returncode == 1 and "still fails" in last_line(proc.stdout), (cwd, proc.stdout, proc.stderr)

@@ -17,7 +17,7 @@ def is_client_repro(doc: dict[str, Any]) -> bool:
     return isinstance(doc.get("case"), dict) and doc["case"].get("mode") == "client"
 
 
-def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: float) -> Any:
+def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: float | None) -> Any:
     """Play and judge one client reproduction; raises fuzz.replay.ReplayUsageError when it cannot."""
     from fuzz.client.campaign import replay_case
     from fuzz.replay import ReplayOutcome, ReplayUsageError
@@ -31,7 +31,7 @@ def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: 
     except (ClientCommandError, KeyError, TypeError, ValueError) as exc:
         raise ReplayUsageError(f"the file's client case cannot be used: {exc}") from None
     try:
-        transcript, violations = replay_case(command, case, timeout=max(timeout, 20.0))
+        transcript, violations = replay_case(command, case, timeout=max(timeout or 0.0, 20.0))
     except ClientCommandError as exc:
         raise ReplayUsageError(str(exc)) from None
     if not any(e.proc > 0 for e in transcript.events):

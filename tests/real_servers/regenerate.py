@@ -7,15 +7,22 @@ Why a script: the README's table "What mcp-gauntlet finds in real servers" is a 
 servers nobody here wrote, so it must be what `mcp-gauntlet fuzz` found, never prose typed by
 hand. Each campaign below is a plain `mcp-gauntlet fuzz` with a fixed seed and budget, run from
 the project root against the example servers of `tests/servers/` (installed by
-`bash .ci/install-servers.sh`). What it finds becomes, per distinct finding, one replay file in
-`tests/real_servers/repro/` (gzip-compressed when large), one entry in
-`tests/real_servers/findings.json`, and one row of the README section between
-`<!-- real-servers:begin -->` and `<!-- real-servers:end -->`.
+`bash .ci/install-servers.sh`). What it finds becomes, per bug of each server (findings grouped by root cause: the server's duty
+broken, and the probe that provoked it or the behaviour; not by method, transport or campaign),
+one replay file in `tests/real_servers/repro/` (the smallest; gzip-compressed when large), one
+entry in `tests/real_servers/findings.json` listing every method, transport and campaign where it
+was seen, and one row of the README section between `<!-- real-servers:begin -->` and
+`<!-- real-servers:end -->`.
 
 The replay files name their target the way a fresh clone can start it: paths relative to the
 project root, `python` from PATH (the activated environment) and node through
-`tests/servers/run_node.py`, which finds a Node >= 22 at run time. So every command in the
-README works from the project root after the quick start's second command.
+`tests/servers/run_node.py`, which finds a Node >= 22 at run time; their recorded working
+directory is the project root as a path relative to the file (`../../..`) and their recorded
+timeouts are the campaigns' (--timeout 20). So every command in the README works as printed
+from the project root after the quick start's second command, and judges as the campaign did.
+
+To regenerate (about 15 minutes; every campaign): `python tests/real_servers/regenerate.py`.
+One campaign, outputs untouched: `python tests/real_servers/regenerate.py --only NAME --keep DIR`.
 
 `CAMPAIGNS` is also what `tests/test_real_servers.py` runs: each campaign lists the deviations
 (rule, strength, mutation) it must find, and those that it must never report.
@@ -27,6 +34,7 @@ import argparse
 import gzip
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -49,6 +57,7 @@ STRENGTH_ORDER = {"MUST": 0, "SHOULD": 1, "HEURISTIC": 2}
 # A shared requestState key for the TypeScript fixture: without it the fixture itself (not the
 # SDK, whose default does not protect the state at all) would draw a key per process.
 TS_STATE_KEY = "gauntlet-shared-request-state-key-0001"
+CAMPAIGN_TIMEOUT = 20.0  # every campaign's --timeout: third-party servers start slowly
 
 sys.path.insert(0, str(ROOT / "tests" / "servers"))
 import catalog  # noqa: E402 - the example servers' command lines, found beside this script
@@ -90,23 +99,34 @@ WHY: dict[tuple[str, str, str | None], str] = {
 }
 
 
+def probe_of(finding: dict[str, Any]) -> str | None:
+    """The probe (mutation) that provoked a finding; older files name only the mutation."""
+    return finding.get("probe") or finding.get("mutation")
+
+
 @dataclass(frozen=True)
 class Expected:
-    """A deviation a campaign must report: its rule, strength and (when it is about one malformed
-    frame) the mutation."""
+    """A deviation a campaign must report: the server's duty broken (`rule`), its strength and,
+    when it is the reaction to one malformed frame, the probe (`mutation`) and the rule that frame
+    breaks (`probe_rule`, a client duty)."""
 
     rule: str
     strength: str
     mutation: str | None = None
+    probe_rule: str | None = None
 
     def matches(self, finding: dict[str, Any]) -> bool:
-        return (finding["rule"] == self.rule and finding["strength"] == self.strength
-                and (self.mutation is None or finding.get("mutation") == self.mutation))
+        if finding["strength"] != self.strength or (self.mutation is not None and probe_of(finding) != self.mutation):
+            return False
+        if finding.get("probe_rule") is None and self.probe_rule is not None:
+            # An oracle that still files the reaction under the probe's rule (no probe_rule).
+            return finding["rule"] in (self.rule, self.probe_rule)
+        return finding["rule"] == self.rule
 
 
 def why(finding: dict[str, Any]) -> str:
-    return WHY.get((finding["rule"], finding["strength"], finding.get("mutation")),
-                   WHY.get((finding["rule"], finding["strength"], None), ""))
+    rule, strength, probe = finding["rule"], finding["strength"], probe_of(finding)
+    return WHY.get((rule, strength, probe), WHY.get((rule, strength, None), ""))
 
 
 @dataclass(frozen=True)
@@ -141,7 +161,7 @@ class Campaign:
         args = ["fuzz", "--target", self.target(), "--properties", ",".join(self.properties),
                 "--max-examples", str(self.max_examples), "--seed", str(self.seed), "--out", str(out),
                 "--no-database", "--progress", "never", "--shrink-time", str(self.shrink_seconds),
-                "--timeout", "20"]
+                "--timeout", f"{CAMPAIGN_TIMEOUT:g}"]
         if self.mutations:
             args += ["--mutations", ",".join(self.mutations)]
         if self.first_finding:
@@ -157,8 +177,9 @@ DROPS = (("truncated-json", Expected("RPC-01", "SHOULD", "truncated-json")),
          ("jsonrpc-missing", Expected("RPC-01", "SHOULD", "jsonrpc-missing")),
          ("batch-array", Expected("RPC-11", "HEURISTIC", "batch-array")))
 HUGE = ("huge-frame", Expected("RPC-01", "HEURISTIC", "huge-frame"))
-NULL_ID = Expected("RPC-04", "SHOULD", "null-id")
-COLLIDING = Expected("RPC-05", "HEURISTIC")
+# The server's duty toward a frame it cannot serve is JSON-RPC 2.0's error response (RPC-01); the
+# null id is what the probe frame breaks (RPC-04, a client duty).
+NULL_ID = Expected("RPC-01", "SHOULD", "null-id", probe_rule="RPC-04")
 MRTR_05 = Expected("MRTR-05", "MUST")
 SL_3 = Expected("SL-3", "SHOULD")
 
@@ -174,7 +195,7 @@ def _modern(server: str, *, extra: tuple[str, ...] = (), mrtr: tuple[Expected, .
                    extra=extra, expected=(expected,), never=never, first_finding=True)
           for mutation, expected in frames),
         Campaign(f"{server}-stdio-ids", server, "stdio", ("ids", "valid"), 40, SEED, extra=extra,
-                 expected=(NULL_ID, COLLIDING), never=never, shrink_seconds=3.0),
+                 expected=(NULL_ID,), never=never, shrink_seconds=3.0),
         Campaign(f"{server}-stdio-mrtr", server, "stdio", ("handoff", "mrtr"), mrtr_examples, SEED, extra=extra,
                  expected=mrtr, never=never),
     )
@@ -263,7 +284,7 @@ def run_campaign(campaign: Campaign, out: Path, *, timeout: float = 900.0) -> Ou
 
 def probe_era(campaign: Campaign) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "fuzz.cli", "probe", "--target", campaign.target(), "--json",
-                           "--timeout", "20"], cwd=ROOT, env=child_env(), capture_output=True, text=True,
+                           "--timeout", f"{CAMPAIGN_TIMEOUT:g}"], cwd=ROOT, env=child_env(), capture_output=True, text=True,
                           timeout=120, check=False)
     try:
         return json.loads(done.stdout)
@@ -271,13 +292,77 @@ def probe_era(campaign: Campaign) -> dict[str, Any]:
         return {"era": None, "error": done.stderr.strip()[-300:]}
 
 
-def _bucket(finding: dict[str, Any]) -> tuple[str, str, str, str]:
-    """Findings that differ only in the method of the frame they were seen on are one row."""
-    return (finding["rule"], finding["strength"], finding.get("mutation") or "", finding["title"])
+def group_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """One bug of one server: its rule, and its probe or (without one) its behaviour. Method,
+    transport and campaign are where it was seen, not what it is."""
+    probe = probe_of(row)
+    return (row["server"], row["rule"], f"probe:{probe}" if probe else f"behaviour:{row['title']}")
+
+
+def portable_repro(doc: dict[str, Any]) -> dict[str, Any]:
+    """A replay file as committed: run from the project root (the campaigns' directory), named
+    relative to the file so any clone replays it; the command as the target names it (no path of
+    this machine); the campaigns' timeouts (a file from before they were recorded gets them)."""
+    out = dict(doc)
+    out["cwd"] = os.path.relpath(ROOT, REPRO_DIR)
+    target = str(doc.get("target") or "")
+    out["command"] = shlex.split(target.split(":", 1)[1]) if target.startswith(("stdio:", "http+spawn:")) else None
+    out.setdefault("timeouts", {"answer": CAMPAIGN_TIMEOUT, "start": CAMPAIGN_TIMEOUT})
+    return out
+
+
+def write_repro(name: str, doc: dict[str, Any]) -> str:
+    """Write one committed replay file (gzip when large); returns its path from the project root."""
+    raw = json.dumps(portable_repro(doc), indent=2).encode()
+    if len(raw) > GZIP_ABOVE:
+        name = name.removesuffix(".gz") + ".gz"
+        (REPRO_DIR / name).write_bytes(gzip.compress(raw, compresslevel=9, mtime=0))
+    else:
+        name = name.removesuffix(".gz")
+        (REPRO_DIR / name).write_bytes(raw)
+    return f"tests/real_servers/repro/{name}"
+
+
+def group_rows(rows: list[dict[str, Any]], size: Any) -> list[dict[str, Any]]:
+    """Merge per-campaign rows into one row per bug of each server: lists where it was seen,
+    sums the counts, keeps the strongest strength and the smallest reproduction (`size(row)`)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(group_key(r), []).append(r)
+    out = []
+    for members in groups.values():
+        best = min(members, key=lambda r: (0 if r.get("confirmed", True) else 1, size(r)))
+        merged = dict(best)
+        merged["strength"] = min((r["strength"] for r in members), key=lambda x: STRENGTH_ORDER.get(x, 9))
+        merged["probe"] = probe_of(best)
+        merged["probe_rule"] = best.get("probe_rule")
+        merged["methods"] = sorted({m for r in members for m in (r.get("methods") or [r.get("method")]) if m})
+        merged["transports"] = sorted({t for r in members for t in (r.get("transports") or [r["transport"]])})
+        merged["properties"] = sorted({p for r in members for p in (r.get("properties") or [r.get("property")]) if p})
+        merged["campaigns"] = sorted({c for r in members for c in (r.get("campaigns") or [r["campaign"]])})
+        merged["count"] = sum(int(r.get("count") or 0) for r in members)
+        merged["why"] = why(merged)
+        merged.pop("campaign", None)
+        out.append(merged)
+    out.sort(key=lambda r: (SERVER_ORDER.index(r["server"]), STRENGTH_ORDER.get(r["strength"], 9), r["rule"],
+                            r.get("probe") or "", r["title"]))
+    return out
+
+
+def finish_rows(grouped: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Write each bug's replay file and give its row the README's command."""
+    for row in grouped:
+        doc = row.pop("_doc")
+        row["repro"] = write_repro(f"{row['server']}-{row.pop('id')}.json", doc)
+        row["command"] = f"mcp-gauntlet replay {row['repro']}"
+        for key in ("method", "property", "transport", "mutation", "confirmed"):
+            row.pop(key, None)
+        row["label"] = row.get("label") or row["strength"]
+    return grouped
 
 
 def collect(outcomes: list[Outcome], versions: dict[str, dict[str, str]]) -> dict[str, Any]:
-    """Copy one replay file per distinct finding into repro/ and build findings.json."""
+    """One replay file per bug of each server into repro/, and findings.json."""
     if REPRO_DIR.exists():
         shutil.rmtree(REPRO_DIR)
     REPRO_DIR.mkdir(parents=True)
@@ -296,34 +381,19 @@ def collect(outcomes: list[Outcome], versions: dict[str, dict[str, str]]) -> dic
         if c.legacy:
             entry["message"] = _last_line(o.stderr)
         campaigns.append(entry)
-        best: dict[tuple[str, str, str, str], tuple[int, dict[str, Any]]] = {}
         for f in o.findings:
-            doc = json.loads((o.out / f["repro"]).read_bytes())
-            size = len(doc["transcript"]["events"])
-            key = _bucket(f)
-            if key not in best or size < best[key][0]:
-                best[key] = (size, f)
-        for _, f in sorted(best.values(), key=lambda sf: (STRENGTH_ORDER.get(sf[1]["strength"], 9), sf[1]["rule"],
-                                                           sf[1].get("mutation") or "")):
-            name = f"{c.name}-{f['id']}.json"
-            raw = (o.out / f["repro"]).read_bytes()
-            if len(raw) > GZIP_ABOVE:
-                name += ".gz"
-                (REPRO_DIR / name).write_bytes(gzip.compress(raw, compresslevel=9, mtime=0))
-            else:
-                (REPRO_DIR / name).write_bytes(raw)
-            repro = f"tests/real_servers/repro/{name}"
             rows.append({
-                "campaign": c.name, "server": c.server, "transport": c.transport, "rule": f["rule"],
-                "strength": f["strength"], "title": f["title"], "method": f.get("method"),
-                "mutation": f.get("mutation"), "property": f.get("property"), "count": f.get("count"),
-                "why": why(f),
-                "repro": repro, "command": f"mcp-gauntlet replay {repro}",
+                "campaign": c.name, "server": c.server, "transport": f["transport"], "rule": f["rule"],
+                "strength": f["strength"], "label": f.get("label", f["strength"]), "title": f["title"],
+                "method": f.get("method"), "methods": f.get("methods"), "transports": f.get("transports"),
+                "mutation": f.get("mutation"), "probe": probe_of(f), "probe_rule": f.get("probe_rule"),
+                "property": f.get("property"), "properties": f.get("properties"), "count": f.get("count"),
+                "confirmed": f.get("confirmed", True), "id": f["id"],
+                "_doc": json.loads((o.out / f["repro"]).read_bytes()),
             })
-    rows.sort(key=lambda r: (SERVER_ORDER.index(r["server"]), r["transport"] != "stdio",
-                             STRENGTH_ORDER.get(r["strength"], 9), r["rule"], r.get("mutation") or ""))
+    grouped = finish_rows(group_rows(rows, lambda r: len(r["_doc"]["transcript"]["events"])))
     return {"generated_by": "python tests/real_servers/regenerate.py", "servers": versions,
-            "campaigns": campaigns, "findings": rows}
+            "campaigns": campaigns, "findings": grouped}
 
 
 def _last_line(text: str) -> str:
@@ -352,38 +422,46 @@ def render(data: dict[str, Any]) -> str:
         "found; `tests/test_real_servers.py` re-runs them and checks the section against",
         "`tests/real_servers/findings.json`. Every finding was checked against the revision's rules: its",
         "strength is what the spec supports (a `HEURISTIC` is a robustness judgement where the spec is",
-        "silent). Reproduce one with the command in its row, run from the project root in the environment",
-        "of the quick start's second command (the one that ran `bash .ci/install-servers.sh`; the replay",
-        "file starts its server with `python` from PATH): exit status 1 means it still fails.",
+        "silent). One row per bug of each server, however many methods, transports and campaigns showed",
+        "it: `rule` is the server's duty that was broken, `probe` the malformed frame that provoked it",
+        "(and the rule that frame itself breaks). Reproduce one with the command in its row, run from the",
+        "project root in the environment of the quick start's second command (the one that ran",
+        "`bash .ci/install-servers.sh`; the replay file starts its server with `python` from PATH, from",
+        "the project root, with the campaign's timeouts): exit status 1 means it still fails, 0 that it",
+        "no longer does, 2 that the server could not be started; add `--attempts 5` to check it is not",
+        "flaky.",
         "",
-        "| server | transport | finding | rule | strength | reproduce |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| server | finding | rule | probe | strength | seen on | reproduce |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for f in data["findings"]:
-        what = f["title"]
-        if f.get("mutation") and f"({f['mutation']})" not in what:
-            what += f" (`{f['mutation']}`)"
-        lines.append(f"| {server_cell(f['server'])} | {f['transport']} | {_cell(what)} | {f['rule']} | "
-                     f"{f['strength']} | `{f['command']}` |")
+        probe = probe_of(f)
+        probe_cell = f"`{probe}`" + (f" ({f['probe_rule']})" if f.get("probe_rule") else "") if probe else "-"
+        methods = f.get("methods") or ([f["method"]] if f.get("method") else [])
+        transports = f.get("transports") or [f["transport"]]
+        seen = f"{', '.join(methods) or '-'}; {', '.join(transports)}"
+        lines.append(f"| {server_cell(f['server'])} | {_cell(f['title'])} | {f['rule']} | {_cell(probe_cell)} | "
+                     f"{f.get('label') or f['strength']} | {_cell(seen)} | `{f['command']}` |")
     lines += ["", "Why each strength:", ""]
-    seen: set[tuple[str, str, str]] = set()
+    seen_why: set[tuple[str, str, str]] = set()
     for f in data["findings"]:
-        key = (f["rule"], f["strength"], f.get("mutation") or "")
-        if f.get("why") and key not in seen:
-            seen.add(key)
-            lines.append(f"- {f['rule']} {f['strength']}" + (f" (`{f['mutation']}`)" if f.get("mutation") else "")
+        key = (f["rule"], f["strength"], probe_of(f) or "")
+        if f.get("why") and key not in seen_why:
+            seen_why.add(key)
+            lines.append(f"- {f['rule']} {f['strength']}" + (f" (`{probe_of(f)}`)" if probe_of(f) else "")
                          + f": {f['why']}.")
     lines += ["", "What the campaigns ran, and what they did not report:", ""]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in data["campaigns"]:
         groups.setdefault((c["server"], c["transport"]), []).append(c)
     for (server, transport), group in groups.items():
-        found = sum(1 for f in data["findings"] if f["server"] == server and f["transport"] == transport)
+        found = sum(1 for f in data["findings"] if f["server"] == server
+                    and transport in (f.get("transports") or [f.get("transport")]))
         props = sorted({p for c in group for p in c["properties"]})
         seeds = sorted({str(c["seed"]) for c in group})
         text = (f"- {server_cell(server)} over {transport}: {len(group)} campaign{'s' * (len(group) > 1)}, "
                 f"{sum(c['examples'] for c in group)} examples (properties {', '.join(props)}; seed "
-                f"{', '.join(seeds)}), {found} distinct finding{'s' * (found != 1)}")
+                f"{', '.join(seeds)}), {found} bug{'s' * (found != 1)} seen")
         for c in group:
             if c.get("probe_era") is not None:
                 text += f". `mcp-gauntlet probe` says `{c['probe_era']}`"
@@ -459,11 +537,36 @@ def check() -> list[str]:
     return problems
 
 
+def regroup_committed() -> dict[str, Any]:
+    """Regroup the committed findings.json (per-campaign rows of an older regenerate) into one row
+    per bug, rewriting the replay files portably, without running any server."""
+    data = json.loads(FINDINGS.read_text())
+    rows = []
+    for f in data["findings"]:
+        row = dict(f)
+        row["_doc"] = load_committed(f["repro"])
+        row["id"] = row["_doc"].get("id") or Path(f["repro"]).name.split(".")[0]
+        rows.append(row)
+    grouped = group_rows(rows, lambda r: len(r["_doc"]["transcript"]["events"]))
+    if REPRO_DIR.exists():
+        shutil.rmtree(REPRO_DIR)
+    REPRO_DIR.mkdir(parents=True)
+    data["findings"] = finish_rows(grouped)
+    return data
+
+
+def load_committed(repro: str) -> dict[str, Any]:
+    raw = (ROOT / repro).read_bytes()
+    return json.loads(gzip.decompress(raw) if repro.endswith(".gz") else raw)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the real-server campaigns and regenerate the README section.")
     parser.add_argument("--check", action="store_true",
                         help="only verify that the README section matches findings.json (no server is run)")
     parser.add_argument("--keep", metavar="DIR", help="keep each campaign's --out directory under DIR")
+    parser.add_argument("--regroup", action="store_true",
+                        help="regroup the committed findings.json and replay files into one row per bug (no server)")
     parser.add_argument("--only", metavar="NAME", action="append",
                         help="run only this campaign (repeatable); outputs are then not rewritten")
     args = parser.parse_args(argv)
@@ -473,6 +576,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"regenerate --check: {p}", file=sys.stderr)
         print(f"regenerate --check: {'ok' if not problems else f'{len(problems)} problem(s)'}")
         return 1 if problems else 0
+    if args.regroup:
+        data = regroup_committed()
+        FINDINGS.write_text(json.dumps(data, indent=2) + "\n")
+        rewrite_readme(render(data))
+        print(f"regenerate --regroup: {len(data['findings'])} bugs; wrote {FINDINGS.relative_to(ROOT)}, "
+              f"{REPRO_DIR.relative_to(ROOT)}/ and README.md")
+        return 0
     if not catalog.npm_packages_installed() or catalog.node_binary() is None:
         print("regenerate: the example servers are not installed: run bash .ci/install-servers.sh", file=sys.stderr)
         return 2
