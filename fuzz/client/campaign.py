@@ -118,7 +118,7 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
         ev = evidence_for(case, transcript, violations, command=command, blob=blob)
         store.record(ev)
         main = primary(violations)
-        cache[key] = (_failure_type(ev.bucket()), f"{main.strength} {main.rule}: {main.title}")
+        cache[key] = (_failure_type(ev.member_key()), f"{main.strength} {main.rule}: {main.title}")
         return cache[key]
 
     def body(case: ClientCase) -> None:
