@@ -38,6 +38,18 @@ class Context:
     dual: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One named probe a campaign's coverage phase sends once, before any random example: a
+    mutation, a header or method probe, an MRTR tampering. `case` is None when the probe cannot
+    apply to this target, and `why_not` says why (no HTTP, no MRTR tool, ...)."""
+
+    name: str
+    rule: str
+    case: Case | None
+    why_not: str = ""
+
+
 class Property(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
@@ -51,6 +63,10 @@ class Property(ABC):
     @abstractmethod
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         """The cases this property draws for `ctx`."""
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """The named probes to send once each, in a fixed order, before exploring at random."""
+        return []
 
     def check(self, run: Run, ctx: Context) -> list[Violation]:
         """Relational judgements over the whole run; the oracle's per-frame rules come on top."""

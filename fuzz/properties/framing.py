@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzz.oracle.model import Expectation
-from fuzz.properties.base import Context, Property
+from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import CaseBuilder, id_styles
 
@@ -91,6 +91,26 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
     return strategy
 
 
+_PROBE_CACHE: dict[tuple[str, str, bool], list[Malformed] | None] = {}
+
+
+def probe_frames(name: str, transport: str, dual: bool = False) -> list[Malformed] | None:
+    """The frames the coverage phase sends for mutation `name`: the same ones in every campaign
+    (drawn with a fixed seed), or None when the mutation makes only long-lived listen frames."""
+    key = (name, transport, dual)
+    if key not in _PROBE_CACHE:
+        if name == "blank-line":
+            _PROBE_CACHE[key] = blank_line(1)
+        else:
+            from strategies import malformed as catalogue
+            from strategies.sampling import draw_examples
+
+            drawn = draw_examples(catalogue.malformed_case(name).filter(
+                lambda c: c.method not in LONG_LIVED_METHODS), 1, seed=0)
+            _PROBE_CACHE[key] = _from_catalogue(drawn[0], transport, dual) if drawn else None
+    return _PROBE_CACHE[key]
+
+
 def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Malformed]:
     """A `strategies.malformed.MalformedCase` as the frames to send, the first carrying the expectation."""
     expect = Expectation.from_case(case, transport, dual=dual)  # dual: modern-only ones judge survival
@@ -124,6 +144,27 @@ class FramingProperty(Property):
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         frames = malformed_frames(ctx.transport, ctx.mutations, ctx.dual)
         return st.builds(self._build, id_styles(), st.lists(frames, min_size=1, max_size=3))
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """Every catalogue mutation below the retry level, once, in catalogue order; the ones that
+        cannot go over this transport (or that --mutations leaves out) say so."""
+        from strategies import malformed as catalogue
+
+        chosen = set(select_mutations(ctx.transport, ctx.mutations))
+        probes: list[Probe] = []
+        names = [n for n in catalogue.mutation_names() if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
+        for name in [*names, "blank-line"]:
+            rule = "STDIO-02" if name == "blank-line" else catalogue.get_mutation(name).rule
+            if name not in mutation_names(ctx.transport):
+                where = "stdio" if name == "blank-line" else catalogue.get_mutation(name).transport
+                probes.append(Probe(name, rule, None, f"needs the {where} transport"))
+            elif name not in chosen:
+                probes.append(Probe(name, rule, None, "left out by --mutations"))
+            else:
+                frames = probe_frames(name, ctx.transport, ctx.dual)
+                probes.append(Probe(name, rule, self._build("int", [frames]) if frames else None,
+                                    "" if frames else "every frame it makes opens a long-lived listen stream"))
+        return probes
 
     def applicable(self, ctx: Context) -> str | None:
         base = super().applicable(ctx)
