@@ -159,7 +159,8 @@ def plan_jobs(
     pairs = [(p, t) for t in prepared for p in props]
     total_weight = sum(p.weight for p, _ in pairs) or 1.0
     budget = max_examples if max_examples is not None else DEFAULT_MAX_EXAMPLES
-    probes = [sum(1 for probe in p.coverage(t.context()) if probe.case is not None)
+    probes = [math.ceil(sum(1 for probe in p.coverage(t.context()) if probe.case is not None)
+                        / max(p.coverage_batch, 1))
               if p.applicable(t.context()) is None else 0 for p, t in pairs]
     counts: list[int] = []
     left = budget
@@ -457,9 +458,11 @@ def run_job(
         run = execute(case, endpoint, reuse=reuse_now, timeout=timeout)
         return run, judge_run(prop, run, ctx)
 
-    def judge(case: Any, *, phase: str, blob: str | None) -> tuple[type[_Failure], str, str] | None:
-        """Play one case and file what it broke; returns the failure when Hypothesis should see it."""
-        aside = phase in ("reuse", "shrink")
+    def judge(case: Any, *, phase: str, blob: str | None, record: bool = True,
+              ) -> tuple[type[_Failure], str, str] | None:
+        """Play one case and file what it broke (unless `record` is False: a coverage batch is
+        filed probe by probe); returns the failure when Hypothesis should see it."""
+        aside = phase in ("reuse", "shrink", "split")
         t0 = time.monotonic()
         try:
             # Once a property that spawns per example has failed, its examples (the shrink candidates
@@ -507,32 +510,21 @@ def run_job(
             note = (note + "; " if note else "") + "replayed from the example database (known)"
         # Only the primary violation is filed: the others are in the evidence, and when they are
         # bugs of their own, other examples make them primary (often they are consequences of it).
-        sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
-                                 hypothesis_version=version if blob else None, note=note, confirmed=confirmed))
+        if record:
+            sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
+                                     hypothesis_version=version if blob else None, note=note,
+                                     confirmed=confirmed))
         if not confirmed:
             return None
         return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
 
     # 1. coverage
-    for probe in prop.coverage(ctx):
-        now = time.monotonic()
-        if probe.case is None:
-            state.probes.append(ProbeOutcome(job.property, transport, probe.name, probe.rule, False, probe.why_not))
-            continue
-        if not state.may_generate(now):
-            why = "the time share ran out first" if state.generated < state.cap else \
-                "the example budget ran out first (raise --max-examples)"
-            state.probes.append(ProbeOutcome(job.property, transport, probe.name, probe.rule, False, why))
-            continue
-        try:
-            failure = judge(probe.case, phase="coverage", blob=None)
-        except _Abort:
-            return _job_record(job, state, started, sink, error=state.harness_error)
-        except KeyboardInterrupt:
-            raise Interrupted(_job_record(job, state, started, None, note="interrupted")) from None
-        state.probes.append(ProbeOutcome(job.property, transport, probe.name, probe.rule, True))
-        if failure is not None:
-            state.known.add(failure[2])
+    try:
+        _coverage_phase(job, prop, ctx, state, judge)
+    except _Abort:
+        return _job_record(job, state, started, sink, error=state.harness_error)
+    except KeyboardInterrupt:
+        raise Interrupted(_job_record(job, state, started, None, note="interrupted")) from None
 
     def body(case: Any) -> None:
         failure = outcome(case)
@@ -664,6 +656,38 @@ def run_job(
     if interrupted:
         raise Interrupted(record)
     return record
+
+
+def _coverage_phase(job: Job, prop: Property, ctx: Context, state: _JobState,
+                    judge: Callable[..., tuple[type[_Failure], str, str] | None]) -> None:
+    """Send each of the property's named probes once, in order, batched as the property allows;
+    a batch that fails is played again probe by probe (counted with shrinking), so each probe
+    gets its own verdict. What fails here is known to the rounds that follow."""
+    probes = prop.coverage(ctx)
+    transport = ctx.transport
+    ready = [p for p in probes if p.case is not None]
+    for p in probes:
+        if p.case is None:
+            state.probes.append(ProbeOutcome(job.property, transport, p.name, p.rule, False, p.why_not))
+    size = max(prop.coverage_batch, 1)
+    for start in range(0, len(ready), size):
+        batch = ready[start:start + size]
+        if not state.may_generate(time.monotonic()):
+            why = ("the time share ran out first" if state.generated < state.cap
+                   else "the example budget ran out first (raise --max-examples)")
+            state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, False, why) for p in batch)
+            continue
+        case = batch[0].case if len(batch) == 1 else prop.combine(batch)
+        failure = judge(case, phase="coverage", blob=None, record=len(batch) == 1)
+        state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, True) for p in batch)
+        if failure is not None and len(batch) > 1:
+            for p in batch:
+                if state.may_aside(time.monotonic()):
+                    single = judge(p.case, phase="split", blob=None)
+                    if single is not None:
+                        state.known.add(single[2])
+        elif failure is not None:
+            state.known.add(failure[2])
 
 
 def _job_record(job: Job, state: _JobState, started: float, sink: Sink | None, *, note: str = "",

@@ -48,6 +48,7 @@ class Probe:
     rule: str
     case: Case | None
     why_not: str = ""
+    parts: Any = None  # what Property.combine() needs to send this probe together with others
 
 
 class Property(ABC):
@@ -59,6 +60,8 @@ class Property(ABC):
     eras: ClassVar[frozenset[str]] = frozenset({"modern"})
     #: Relative share of the campaign budget (fresh-process properties cost more per example).
     weight: ClassVar[float] = 1.0
+    #: How many coverage probes one coverage example may carry (see combine()).
+    coverage_batch: ClassVar[int] = 1
 
     @abstractmethod
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
@@ -67,6 +70,11 @@ class Property(ABC):
     def coverage(self, ctx: Context) -> list[Probe]:
         """The named probes to send once each, in a fixed order, before exploring at random."""
         return []
+
+    def combine(self, probes: list[Probe]) -> Case:
+        """One case sending several probes (only called when coverage_batch > 1); a failing one is
+        played again probe by probe, so each probe still gets its own verdict."""
+        raise NotImplementedError
 
     def check(self, run: Run, ctx: Context) -> list[Violation]:
         """Relational judgements over the whole run; the oracle's per-frame rules come on top."""

@@ -140,6 +140,10 @@ class FramingProperty(Property):
     title = "malformed frames are answered or ignored as the rule says, and the server lives on"
     fresh_per_example = 0
     eras = frozenset({"modern"})
+    coverage_batch = 3  # as many malformed transmissions as a random example sends at most
+
+    def combine(self, probes: list[Probe]) -> Case:
+        return self._build("int", [p.parts for p in probes])
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         frames = malformed_frames(ctx.transport, ctx.mutations, ctx.dual)
@@ -163,7 +167,8 @@ class FramingProperty(Property):
             else:
                 frames = probe_frames(name, ctx.transport, ctx.dual)
                 probes.append(Probe(name, rule, self._build("int", [frames]) if frames else None,
-                                    "" if frames else "every frame it makes opens a long-lived listen stream"))
+                                    "" if frames else "every frame it makes opens a long-lived listen stream",
+                                    parts=frames))
         return probes
 
     def applicable(self, ctx: Context) -> str | None:
