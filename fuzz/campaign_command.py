@@ -13,6 +13,7 @@ import os
 import secrets
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -162,8 +163,6 @@ def _default_out() -> Path:
 
 
 def fuzz_main(argv: list[str]) -> int:
-    import time
-
     started = time.monotonic()  # --duration counts from here
     try:
         args = build_parser().parse_args(argv)
@@ -245,7 +244,8 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     store.extra["budget"] = {
         "max_examples": config.max_examples, "duration": config.duration, "shrink_time": config.shrink_seconds,
         "generated": result.examples, "shrinks": sum(r.shrinks for r in result.runs),
-        "replays": sum(r.replays for r in result.runs), "seconds": round(result.seconds, 3),
+        "replays": sum(r.replays for r in result.runs),
+        "seconds": round(time.monotonic() - started if started is not None else result.seconds, 3),
     }
     known = known_report(store.findings, args.known_groups, result.replayed)
     store.extra["known"] = known
