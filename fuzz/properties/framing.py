@@ -91,24 +91,26 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
     return strategy
 
 
-_PROBE_CACHE: dict[tuple[str, str, bool], list[Malformed] | None] = {}
+_PROBE_CACHE: dict[tuple[str, bool], dict[str, list[Malformed] | None]] = {}
 
 
 def probe_frames(name: str, transport: str, dual: bool = False) -> list[Malformed] | None:
     """The frames the coverage phase sends for mutation `name`: the same ones in every campaign
-    (drawn with a fixed seed), or None when the mutation makes only long-lived listen frames."""
-    key = (name, transport, dual)
+    (drawn with a fixed seed), or None when the mutation makes only long-lived listen frames.
+    All of a transport's probes are drawn as one example: one Hypothesis run, not one per name."""
+    key = (transport, dual)
     if key not in _PROBE_CACHE:
-        if name == "blank-line":
-            _PROBE_CACHE[key] = blank_line(1)
-        else:
-            from strategies import malformed as catalogue
-            from strategies.sampling import draw_examples
+        from strategies import malformed as catalogue
+        from strategies.sampling import draw_examples
 
-            drawn = draw_examples(catalogue.malformed_case(name).filter(
-                lambda c: c.method not in LONG_LIVED_METHODS), 1, seed=0)
-            _PROBE_CACHE[key] = _from_catalogue(drawn[0], transport, dual) if drawn else None
-    return _PROBE_CACHE[key]
+        names = [n for n in mutation_names(transport) if n != "blank-line"]
+        one = [catalogue.malformed_case(n).filter(lambda c: c.method not in LONG_LIVED_METHODS) for n in names]
+        drawn = draw_examples(st.tuples(*one), 1, seed=0)
+        frames: dict[str, list[Malformed] | None] = {"blank-line": blank_line(1)}
+        for n, case in zip(names, drawn[0] if drawn else [None] * len(names), strict=True):
+            frames[n] = _from_catalogue(case, transport, dual) if case is not None else None
+        _PROBE_CACHE[key] = frames
+    return _PROBE_CACHE[key].get(name)
 
 
 def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Malformed]:
