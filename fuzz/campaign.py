@@ -49,6 +49,7 @@ from fuzz.properties.endpoints import open_endpoint
 from fuzz.properties.executor import Endpoint, HarnessError, Run, execute
 from fuzz.properties.judging import bucket_of, evidence_for, judge_run, primary
 from fuzz.properties.surface import Surface, learn_surface
+from fuzz.tool_policy import ToolPolicy
 from targets.target_spec import TargetSpec, parse_target
 
 DEFAULT_MAX_EXAMPLES = 200
@@ -157,22 +158,26 @@ def plan_jobs(
     With --duration each job's share of the time covers its shrinking too, so the campaign ends
     when asked; with one worker the shares are recomputed as jobs end (see run_jobs_here)."""
     pairs = [(p, t) for t in prepared for p in props]
-    total_weight = sum(p.weight for p, _ in pairs) or 1.0
+    usable = [p.applicable(t.context()) is None for p, t in pairs]
+    # A property that cannot run on a target gets no share: the others get its examples and time.
+    weights = [p.weight if ok else 0.0 for (p, _), ok in zip(pairs, usable, strict=True)]
+    total_weight = sum(weights) or 1.0
     budget = max_examples if max_examples is not None else DEFAULT_MAX_EXAMPLES
     probes = [math.ceil(sum(1 for probe in p.coverage(t.context()) if probe.case is not None)
                         / max(p.coverage_batch, 1))
-              if p.applicable(t.context()) is None else 0 for p, t in pairs]
+              if ok else 0 for (p, t), ok in zip(pairs, usable, strict=True)]
     counts: list[int] = []
     left = budget
     for n in probes:  # coverage first, in job order, as far as the budget goes
         counts.append(min(n, left))
         left -= counts[-1]
-    random_share = [int(left * p.weight / total_weight) for p, _ in pairs]
+    random_share = [int(left * w / total_weight) for w in weights]
+    open_jobs = [i for i, ok in enumerate(usable) if ok] or list(range(len(pairs)))
     for i in range(max(left - sum(random_share), 0)):
-        random_share[i % len(random_share)] += 1
+        random_share[open_jobs[i % len(open_jobs)]] += 1
     jobs: list[Job] = []
-    for (p, t), count, extra in zip(pairs, counts, random_share, strict=True):
-        share = p.weight / total_weight
+    for (p, t), count, extra, w in zip(pairs, counts, random_share, weights, strict=True):
+        share = w / total_weight
         if duration is not None:
             n = UNBOUNDED_EXAMPLES
             seconds: float | None = duration * max(workers, 1) * share
@@ -189,8 +194,9 @@ def plan_jobs(
 # --- preparing targets ---
 
 
-def prepare_target(spec: TargetSpec, *, timeout: float) -> Prepared:
-    """Probe the era, then learn the surface; raises UnusableTarget with one line."""
+def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None) -> Prepared:
+    """Probe the era, then learn the surface (with only the tools `tools` allows); raises
+    UnusableTarget with one line."""
     from targets.probe import ProbeFailure, probe
 
     try:
@@ -209,7 +215,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float) -> Prepared:
         conn = endpoint.fresh(transcript)
         try:
             version = result.version or (result.versions[0] if result.versions else None)
-            surface = learn_surface(conn, version=version or "2026-07-28", timeout=max(timeout, 5.0))
+            surface = learn_surface(conn, version=version or "2026-07-28", timeout=max(timeout, 5.0),
+                                    may_call=tools.allows if tools is not None and not tools.unrestricted else None)
         finally:
             conn.close()
     except HarnessError as exc:
@@ -445,6 +452,8 @@ def run_job(
     started = time.monotonic()
     reason = prop.applicable(ctx)
     if reason is not None:
+        sink.probes([ProbeOutcome(job.property, ctx.transport, p.name, p.rule, False, p.why_not or reason)
+                     for p in prop.coverage(ctx)], [])
         return PropertyRun(job.property, job.transport, skipped=True, note=reason)
     endpoint.prepare(prop.fresh_per_example)
     share = job.seconds if job.seconds is not None else math.inf
@@ -740,7 +749,8 @@ def run_jobs_here(
     by_target = {p.spec.text: p for p in prepared}
     endpoints: dict[str, Endpoint] = {}
     runs = runs if runs is not None else []
-    weights = [props[j.property].weight for j in jobs]
+    weights = [props[j.property].weight if props[j.property].applicable(by_target[j.target].context()) is None
+               else 0.0 for j in jobs]
     try:
         for k, job in enumerate(jobs):
             if should_stop():

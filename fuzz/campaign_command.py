@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-on-first", "--first-finding", dest="stop_on_first", action="store_true",
                    help="stop each property at its first failure (shrunk), then go on to the next property "
                         "(default: keep exploring with that failure's group known)")
+    p.add_argument("--tools", choices=("all", "read-only", "none"), default="all",
+                   help="which tools the campaign may call with generated arguments: all, read-only (the tools "
+                        "annotated readOnlyHint and not destructiveHint) or none (default all)")
+    p.add_argument("--allow-tool", action="append", default=[], metavar="PATTERN",
+                   help="call only tools whose name matches one of these globs (repeatable)")
+    p.add_argument("--deny-tool", action="append", default=[], metavar="PATTERN",
+                   help="never call tools whose name matches this glob (repeatable)")
     p.add_argument("--known", metavar="FILE",
                    help="a findings baseline (a findings.json, or one group id per line with a reason): "
                         "those groups are reported as known and only new ones fail the run")
@@ -209,8 +216,11 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         known=frozenset(args.known_groups), started=started,
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
+    from fuzz.tool_policy import ToolPolicy
+
+    policy = ToolPolicy(args.tools, tuple(args.allow_tool), tuple(args.deny_tool))
     try:
-        prepared = [prepare_target(spec, timeout=args.timeout) for spec in specs]
+        prepared = [prepare_target(spec, timeout=args.timeout, tools=policy) for spec in specs]
     except UnusableTarget as exc:
         print(f"mcp-gauntlet fuzz: unusable target: {exc}", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
@@ -228,6 +238,9 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     for prep in prepared:
         print(f"fuzz: target {prep.spec.text} ({prep.detail})")
     print(f"fuzz: seed {seed}, output in {out_dir}, example database {database or 'none'}")
+    if not policy.unrestricted:
+        withheld = sorted({name for prep in prepared for name in prep.surface.withheld_tools})
+        print(f"fuzz: tools: {policy.describe()}; withheld (never called): {', '.join(withheld) or 'none'}")
     progress = Progress("auto" if args.progress == "auto" else args.progress)
     try:
         result = run_campaign(config, store, progress=progress, prepared=prepared)
@@ -241,6 +254,8 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     from fuzz.coverage import coverage_report, known_report
 
     store.extra["coverage"] = coverage_report(result.probes)
+    store.extra["tools"] = {"policy": policy.describe(),
+                            "withheld": sorted({n for prep in prepared for n in prep.surface.withheld_tools})}
     store.extra["budget"] = {
         "max_examples": config.max_examples, "duration": config.duration, "shrink_time": config.shrink_seconds,
         "generated": result.examples, "shrinks": sum(r.shrinks for r in result.runs),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -157,3 +158,34 @@ def test_a_bad_baseline_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "--known" in proc.stderr
     assert PYTHON
+
+
+def test_tool_policy_withholds_tools_and_the_properties_that_need_one_say_so(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("fuzz", "--target", reference_stdio(tmp_path / "s.sqlite3"), "--tools", "read-only",
+                   "--deny-tool", "list_*", "--max-examples", "40", "--seed", "1", "--out", str(out),
+                   "--progress", "never")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("fuzz: tools: "))
+    assert "--tools read-only --deny-tool list_*" in line and "create_event" in line and "list_events" in line
+    index = _index(out)
+    assert set(index["tools"]["withheld"]) >= {"create_event", "open_calendar", "list_events"}
+    assert "echo" not in index["tools"]["withheld"]  # annotated readOnlyHint: still called
+    for prop in ("mrtr", "handoff"):
+        row = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith(f"{prop}[stdio]"))
+        assert "tool policy withholds" in row, row
+    # no withheld tool was ever called: open_calendar and create_event would have left rows behind
+    # (the server seeds one calendar of its own when it starts)
+    with sqlite3.connect(tmp_path / "s.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM calendars").fetchone()[0] == 1
+        assert db.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+    assert index["examples"] == 40  # the skipped properties' shares went to the others
+
+
+def test_tools_none_calls_no_tool_at_all(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run_cli("fuzz", "--target", reference_stdio(tmp_path / "s.sqlite3"), "--tools", "none",
+                   "--properties", "valid,mrtr", "--max-examples", "20", "--seed", "2", "--out", str(out),
+                   "--progress", "never")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tool policy withholds" in proc.stdout and _index(out)["tools"]["policy"] == "--tools none"

@@ -63,13 +63,18 @@ class MrtrProperty(Property):
         if base is not None:
             return base
         if not ctx.surface.triggers:
+            if ctx.surface.withheld_tools:
+                return ("no call that may be made answered input_required (the tool policy withholds "
+                        f"{len(ctx.surface.withheld_tools)} tool(s)), so there is no round-trip to play")
             return "no call of the target answered input_required, so there is no round-trip to play"
         return None
 
     def coverage(self, ctx: Context) -> list[Probe]:
         """Every scenario once, in order, on the first round-trip the target offers."""
         triggers = ctx.surface.triggers
-        why = "" if triggers else "no call of the target answered input_required (no MRTR tool)"
+        why = "" if triggers else ("no call that may be made answered input_required (tool policy)"
+                                   if ctx.surface.withheld_tools else
+                                   "no call of the target answered input_required (no MRTR tool)")
         probes = [Probe(name, rule, self._build(ctx.surface, "int", scenario, triggers[0], 0, "probe")
                         if triggers else None, why)
                   for scenario, (name, rule) in PROBES.items()]
