@@ -517,6 +517,10 @@ def run_job(
             "so a replay may pass")
         if phase == "reuse":
             note = (note + "; " if note else "") + "replayed from the example database (known)"
+        elif phase in ("coverage", "split"):
+            note = (note + "; " if note else "") + (
+                "found by the coverage phase (a fixed probe, not a Hypothesis example): no reproduce blob, "
+                "the case itself is the reproduction")
         # Only the primary violation is filed: the others are in the evidence, and when they are
         # bugs of their own, other examples make them primary (often they are consequences of it).
         if record:
