@@ -8,6 +8,7 @@ really broken and that the check is capable of failing.
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -184,6 +185,19 @@ def http_200_unknown_method(db: Path, bugs: tuple[str, ...]) -> bool:
         return resp.status == 200
 
 
+def http_get_200(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _http(db, bugs) as h:
+        statuses = []
+        for verb in ("GET", "DELETE"):
+            conn = http.client.HTTPConnection(h.host, h.port, timeout=5)
+            try:
+                conn.request(verb, "/mcp", headers={"Accept": "text/event-stream"})
+                statuses.append(conn.getresponse().status)
+            finally:
+                conn.close()
+        return statuses == [200, 200]
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -217,6 +231,7 @@ CHECKS: dict[str, Check] = {
     "http-session-id": http_session_id,
     "http-200-header-mismatch": http_200_header_mismatch,
     "http-200-unknown-method": http_200_unknown_method,
+    "http-get-200": http_get_200,
     "slow-leak": slow_leak,
 }
 

@@ -39,6 +39,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "http-session-id": ("http", "valid", 20, ""),
     "http-200-header-mismatch": ("http", "framing", 20, "hdr-version-mismatch"),
     "http-200-unknown-method": ("http", "framing", 20, "unknown-method"),
+    "http-get-200": ("http", "framing", 20, "http-*"),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

@@ -59,6 +59,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "a -32020 header-mismatch error is sent with HTTP 200 instead of 400"),
     Mutant("http-200-unknown-method", ("HDR-05",), "http",
            "a -32601 unknown-method error is sent with HTTP 200 instead of 404"),
+    Mutant("http-get-200", ("SL-11",), "http",
+           "GET and DELETE on the endpoint are answered 200 (an empty event stream) instead of 405"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )
