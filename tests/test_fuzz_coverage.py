@@ -89,6 +89,7 @@ def route_server() -> Iterator[str]:
             proc.wait(5)
 
 
+@pytest.mark.slow  # a third-party server and the full default budget: about 90 s
 def test_default_campaign_finds_http_12_and_hdr_01_on_the_sdk_behind_a_route(tmp_path: Path,
                                                                                route_server: str) -> None:
     out = tmp_path / "out"
