@@ -40,6 +40,9 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "http-200-header-mismatch": ("http", "framing", 20, "hdr-version-mismatch"),
     "http-200-unknown-method": ("http", "framing", 20, "unknown-method"),
     "http-get-200": ("http", "framing", 20, "http-*"),
+    "tools-list-reordered": ("stdio", "lists", 30, ""),
+    "tool-name-invalid": ("stdio", "lists", 30, ""),
+    "structured-without-text": ("stdio", "lists", 30, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

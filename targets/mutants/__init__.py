@@ -61,6 +61,12 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "a -32601 unknown-method error is sent with HTTP 200 instead of 404"),
     Mutant("http-get-200", ("SL-11",), "http",
            "GET and DELETE on the endpoint are answered 200 (an empty event stream) instead of 405"),
+    Mutant("tools-list-reordered", ("TOOL-03",), "any",
+           "every other tools/list answer lists the same tools in reverse order"),
+    Mutant("tool-name-invalid", ("TOOL-06",), "any",
+           "tools/list also lists a tool named `echo text` (a space is not allowed in a tool name)"),
+    Mutant("structured-without-text", ("TOOL-12",), "any",
+           "tool results with structuredContent carry a plain 'done' text instead of its JSON"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )
