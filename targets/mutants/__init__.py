@@ -66,7 +66,7 @@ _ALL: Final[tuple[Mutant, ...]] = (
     Mutant("tool-name-invalid", ("TOOL-06",), "any",
            "tools/list also lists a tool named `echo text` (a space is not allowed in a tool name)"),
     Mutant("structured-without-text", ("TOOL-12",), "any",
-           "tool results with structuredContent carry a plain 'done' text instead of its JSON"),
+           "tool results with structuredContent carry no TextContent block (content is empty)"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )

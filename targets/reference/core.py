@@ -397,8 +397,8 @@ class Core:
             self._called_tool = True
         result = fn(self, ctx, args)
         if "structured-without-text" in self.bugs and "structuredContent" in result:
-            # the mutant: structuredContent without its JSON as text (TOOL-12)
-            result = {**result, "content": [{"type": "text", "text": "done"}]}
+            # the mutant: structuredContent with no text block at all (TOOL-12)
+            result = {**result, "content": []}
         ctx.log("info", {"tool": name, "outcome": "error" if result.get("isError") else result["resultType"]})
         return result
 
