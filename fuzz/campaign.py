@@ -23,6 +23,7 @@ that reaps a process).
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import queue
@@ -37,12 +38,14 @@ from typing import Any, Protocol
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
-from fuzz.findings import Evidence, Finding, FindingStore, PropertyRun
+from fuzz.findings import Evidence, Finding, FindingStore, PropertyRun, finding_id
 from fuzz.hypothesis_compat import (
     ExampleDatabase,
     choices_to_bytes,
     current_build_context,
     encode_failure,
+    end_generation,
+    running_phase,
     set_database_key,
     set_seed,
     shrink_time_limit,
@@ -53,6 +56,7 @@ from fuzz.properties.endpoints import open_endpoint
 from fuzz.properties.executor import Endpoint, HarnessError, Run, execute
 from fuzz.properties.judging import bucket_of, evidence_for, judge_run, primary
 from fuzz.properties.surface import Surface, learn_surface
+from fuzz.tool_policy import ToolPolicy
 from targets.target_spec import TargetSpec, parse_target
 
 DEFAULT_MAX_EXAMPLES = 200
@@ -129,8 +133,10 @@ class CampaignConfig:
     workers: int = 1
     timeout: float = DEFAULT_STEP_TIMEOUT
     shrink_seconds: float = DEFAULT_SHRINK_SECONDS
-    first_finding: bool = False
+    stop_on_first: bool = False
     mutations: tuple[str, ...] = ()
+    known: frozenset[str] = frozenset()  # group ids of a --known baseline: filed, never stopped for
+    started: float | None = None  # time.monotonic() when the command started: --duration counts from there
 
 
 @dataclass(slots=True)
@@ -141,6 +147,8 @@ class CampaignResult:
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
     prepared: list[Prepared] = field(default_factory=list)
+    probes: list[ProbeOutcome] = field(default_factory=list)  # what the coverage phases did
+    replayed: set[str] = field(default_factory=set)  # groups the example database brought back
 
 
 def job_seed(seed: int, prop: str, transport: str) -> int:
@@ -152,21 +160,37 @@ def plan_jobs(
     props: list[Property], prepared: list[Prepared], *, max_examples: int | None, duration: float | None,
     workers: int, shrink_seconds: float, seed: int,
 ) -> list[Job]:
+    """Split the budget: every job first gets its coverage probes, the rest goes by weight.
+
+    With --duration each job's share of the time covers its shrinking too, so the campaign ends
+    when asked; with one worker the shares are recomputed as jobs end (see run_jobs_here)."""
     pairs = [(p, t) for t in prepared for p in props]
-    total_weight = sum(p.weight for p, _ in pairs) or 1.0
+    usable = [p.applicable(t.context()) is None for p, t in pairs]
+    # A property that cannot run on a target gets no share: the others get its examples and time.
+    weights = [p.weight if ok else 0.0 for (p, _), ok in zip(pairs, usable, strict=True)]
+    total_weight = sum(weights) or 1.0
     budget = max_examples if max_examples is not None else DEFAULT_MAX_EXAMPLES
-    counts = [int(budget * p.weight / total_weight) for p, _ in pairs]
-    for i in range(max(budget - sum(counts), 0)):
-        counts[i % len(counts)] += 1
+    probes = [math.ceil(sum(1 for probe in p.coverage(t.context()) if probe.case is not None)
+                        / max(p.coverage_batch, 1))
+              if ok else 0 for (p, t), ok in zip(pairs, usable, strict=True)]
+    counts: list[int] = []
+    left = budget
+    for n in probes:  # coverage first, in job order, as far as the budget goes
+        counts.append(min(n, left))
+        left -= counts[-1]
+    random_share = [int(left * w / total_weight) for w in weights]
+    open_jobs = [i for i, ok in enumerate(usable) if ok] or list(range(len(pairs)))
+    for i in range(max(left - sum(random_share), 0)):
+        random_share[open_jobs[i % len(open_jobs)]] += 1
     jobs: list[Job] = []
-    for (p, t), count in zip(pairs, counts, strict=True):
-        share = p.weight / total_weight
+    for (p, t), count, extra, w in zip(pairs, counts, random_share, weights, strict=True):
+        share = w / total_weight
         if duration is not None:
             n = UNBOUNDED_EXAMPLES
-            seconds: float | None = max(duration * max(workers, 1) * share, 0.5)
-            shrink = min(shrink_seconds, max(seconds * 0.5, 3.0))
+            seconds: float | None = duration * max(workers, 1) * share
+            shrink = min(shrink_seconds, seconds * 0.3)
         else:
-            n = max(count, 1)
+            n = max(count + extra, 1)
             seconds = None
             shrink = shrink_seconds
         jobs.append(Job(p.name, t.spec.transport, t.spec.text, n, seconds, shrink,
@@ -177,8 +201,9 @@ def plan_jobs(
 # --- preparing targets ---
 
 
-def prepare_target(spec: TargetSpec, *, timeout: float) -> Prepared:
-    """Probe the era, then learn the surface; raises UnusableTarget with one line."""
+def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None) -> Prepared:
+    """Probe the era, then learn the surface (with only the tools `tools` allows); raises
+    UnusableTarget with one line."""
     from targets.probe import ProbeFailure, probe
 
     try:
@@ -197,7 +222,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float) -> Prepared:
         conn = endpoint.fresh(transcript)
         try:
             version = result.version or (result.versions[0] if result.versions else None)
-            surface = learn_surface(conn, version=version or "2026-07-28", timeout=max(timeout, 5.0))
+            surface = learn_surface(conn, version=version or "2026-07-28", timeout=max(timeout, 5.0),
+                                    may_call=tools.allows if tools is not None and not tools.unrestricted else None)
         finally:
             conn.close()
     except HarnessError as exc:
@@ -216,14 +242,21 @@ class Sink(Protocol):
     def examples(self, n: int) -> None: ...
     def job_started(self, job: Job) -> None: ...
     def job_done(self, run: PropertyRun) -> None: ...
+    def probes(self, outcomes: list[ProbeOutcome], replayed: list[str]) -> None: ...
 
 
 class StoreSink:
     """In-process: straight into the findings store, and onto the progress display."""
 
-    def __init__(self, store: FindingStore, progress: Progress | None) -> None:
+    def __init__(self, store: FindingStore, progress: Progress | None, result: CampaignResult | None = None) -> None:
         self.store = store
         self.progress = progress
+        self.result = result
+
+    def probes(self, outcomes: list[ProbeOutcome], replayed: list[str]) -> None:
+        if self.result is not None:
+            self.result.probes.extend(outcomes)
+            self.result.replayed.update(replayed)
 
     def record(self, ev: Evidence) -> bool:
         finding, is_new = self.store.record(ev)
@@ -280,17 +313,6 @@ class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
 
-@dataclass(slots=True)
-class _JobState:
-    gen_deadline: float
-    hard_deadline: float
-    executions: int = 0
-    failures: int = 0
-    cache: dict[bytes, tuple[type[_Failure], str]] = field(default_factory=dict)
-    passed: set[bytes] = field(default_factory=set)
-    harness_error: str = ""
-
-
 def open_database(spec: str | None) -> ExampleDatabase | None:
     """A directory path, `redis://host:port/db` (Hypothesis' RedisExampleDatabase), or None."""
     if not spec:
@@ -313,23 +335,122 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
+@dataclass(slots=True)
+class _JobState:
+    """What one job has spent and found so far, across its rounds."""
+
+    cap: int  # examples this job may generate (coverage probes included)
+    hard_deadline: float  # with --duration: the end of the job's share, shrinking included
+    shrink_reserve: float  # with --duration: the end of the share kept for shrinking once a failure is seen
+    shrink_budget: float  # seconds for shrinking, confirmations and replays together (--shrink-time)
+    generated: int = 0
+    shrinks: int = 0
+    replays: int = 0
+    aside_seconds: float = 0.0
+    failures: int = 0  # confirmed failures filed by Hypothesis rounds (not known groups)
+    round_failures: int = 0
+    known: set[str] = field(default_factory=set)  # group ids not to stop for (baseline, replayed, found)
+    replayed: set[str] = field(default_factory=set)  # groups the example database brought back
+    new_groups: set[str] = field(default_factory=set)  # groups found in the current round
+    cache: dict[bytes, tuple[type[_Failure], str, str]] = field(default_factory=dict)
+    passed: set[bytes] = field(default_factory=set)
+    harness_error: str = ""
+    engine: list[Any] = field(default_factory=list)  # the running ConjectureRunner (hypothesis_compat)
+    probes: list[ProbeOutcome] = field(default_factory=list)
+
+    def time_left(self, now: float) -> bool:
+        return now < self.hard_deadline
+
+    def may_generate(self, now: float) -> bool:
+        limit = self.hard_deadline - (self.shrink_reserve if self.round_failures else 0.0)
+        return self.generated < self.cap and now < limit
+
+    def may_aside(self, now: float) -> bool:
+        return self.aside_seconds < self.shrink_budget and now < self.hard_deadline
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What the coverage phase did with one probe on one transport: sent it, or why not."""
+
+    property: str
+    transport: str
+    name: str
+    rule: str
+    tried: bool
+    why_not: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"property": self.property, "transport": self.transport, "probe": self.name,
+                               "rule": self.rule, "tried": self.tried}
+        if self.why_not:
+            out["why_not"] = self.why_not
+        return out
+
+
+class _WriteOnlyDatabase(ExampleDatabase):
+    """The example database as the explore rounds see it: new failures are saved for the next
+    run, nothing is replayed (the replay round did that, once, and reported them as known)."""
+
+    def __init__(self, db: ExampleDatabase) -> None:
+        super().__init__()
+        self.db = db
+
+    def fetch(self, key: bytes) -> Any:
+        return iter(())
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.db.save(key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.db.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self.db.move(src, dest, value)
+
+
+def group_of(ev: Evidence) -> str:
+    """The id a finding's group goes by in --known baselines and in "known" reports: the id
+    fuzz/findings.py gives the finding this evidence joins (one root cause, one id)."""
+    return finding_id(*ev.group_key())
+
+
+def _engine_phase(state: _JobState) -> str:
+    return running_phase(state.engine)
+
+
+def _end_generation(state: _JobState) -> None:
+    """Make Hypothesis leave its generate phase for the shrink phase; then this example is rejected."""
+    end_generation(state.engine)
+    hypothesis.reject()
+
+
 def run_job(
     job: Job, prop: Property, endpoint: Endpoint, ctx: Context, sink: Sink, *,
-    database: ExampleDatabase | None, timeout: float, first_finding: bool = False,
+    database: ExampleDatabase | None, timeout: float, stop_on_first: bool = False,
+    known: frozenset[str] = frozenset(),
 ) -> PropertyRun:
-    """Run one property over one transport as one Hypothesis test; returns what it did.
+    """Run one property over one transport: coverage probes, database replays, then exploring.
 
-    `first_finding`: stop generating at the first failure and shrink only that one (Hypothesis'
-    report_multiple_bugs=False), then move on to the next property; faster, finds less.
+    1. coverage: the property's named probes, each once, in a fixed order (they count as examples);
+    2. replay: failures in the example database are played again and reported as known;
+    3. explore: Hypothesis generates at random; a failure whose group is already known (from the
+       baseline, the replay, the coverage phase or an earlier round) is filed but does not stop
+       it; a new one is shrunk, and then a new round explores on with that group known too,
+       until the examples or the time are spent.
+    `stop_on_first`: one Hypothesis run that stops at the first failure and shrinks it.
     """
     started = time.monotonic()
     reason = prop.applicable(ctx)
     if reason is not None:
+        sink.probes([ProbeOutcome(job.property, ctx.transport, p.name, p.rule, False, p.why_not or reason)
+                     for p in prop.coverage(ctx)], [])
         return PropertyRun(job.property, job.transport, skipped=True, note=reason)
     endpoint.prepare(prop.fresh_per_example)
-    gen_seconds = job.seconds if job.seconds is not None else float("inf")
-    state = _JobState(gen_deadline=started + gen_seconds, hard_deadline=started + gen_seconds + job.shrink_seconds)
-    reuse = True  # the case says which of its processes may be warm
+    share = job.seconds if job.seconds is not None else math.inf
+    state = _JobState(cap=job.max_examples, hard_deadline=started + share,
+                      shrink_reserve=min(job.shrink_seconds, share * 0.3) if job.seconds is not None else 0.0,
+                      shrink_budget=job.shrink_seconds, known=set(known))
     transport = ctx.transport
     version = hypothesis.__version__
 
@@ -337,114 +458,257 @@ def run_job(
         run = execute(case, endpoint, reuse=reuse_now, timeout=timeout)
         return run, judge_run(prop, run, ctx)
 
-    test_settings = settings(  # no @seed: it would switch the example database off; the seed is set below
-        max_examples=job.max_examples, database=database, deadline=None, derandomize=False,
-        suppress_health_check=list(HealthCheck), report_multiple_bugs=not first_finding, print_blob=False,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
-    )
+    def judge(case: Any, *, phase: str, blob: str | None, record: bool = True,
+              ) -> tuple[type[_Failure], str, str] | None:
+        """Play one case and file what it broke (unless `record` is False: a coverage batch is
+        filed probe by probe); returns the failure when Hypothesis should see it."""
+        aside = phase in ("reuse", "shrink", "split")
+        t0 = time.monotonic()
+        try:
+            # Once a property that spawns per example has failed, its examples (the shrink candidates
+            # above all) run on fresh processes only: a warm run would need a fresh confirmation
+            # whenever it fails, which costs more processes than it saves.
+            run, violations = play(case, reuse_now=not (prop.fresh_per_example and state.failures))
+            if aside:
+                if phase == "reuse":
+                    state.replays += 1
+                else:
+                    state.shrinks += 1
+            else:
+                state.generated += 1
+                sink.examples(1)
+            if not violations:
+                return None
+            main = primary(violations, run)
+            bucket = bucket_of(run, main, transport)
+            endpoint.discard_warm()  # it took part in a failure: the next example starts on a clean one
+            confirmed = True
+            if run.reused:
+                # Seen on a process that served earlier examples: play it again on fresh ones. Only a
+                # failure that survives this counts for Hypothesis (so what it shrinks is reproducible
+                # from the case alone); one that does not is still filed, with a note saying so.
+                t1 = time.monotonic()
+                run2, violations2 = play(case, reuse_now=False)
+                state.shrinks += 1
+                if not aside:
+                    state.aside_seconds += time.monotonic() - t1
+                if violations2 and bucket_of(run2, primary(violations2, run2), transport) == bucket:
+                    run, violations, main = run2, violations2, primary(violations2, run2)
+                else:
+                    confirmed = False
+        except HarnessError as exc:
+            state.harness_error = str(exc)
+            raise _Abort() from None
+        finally:
+            if aside:
+                state.aside_seconds += time.monotonic() - t0
+        note = "" if confirmed else (
+            "seen only on a process that had served earlier examples; fresh processes did not show it, "
+            "so a replay may pass")
+        if phase == "reuse":
+            note = (note + "; " if note else "") + "replayed from the example database (known)"
+        elif phase in ("coverage", "split"):
+            note = (note + "; " if note else "") + (
+                "found by the coverage phase (a fixed probe, not a Hypothesis example): no reproduce blob, "
+                "the case itself is the reproduction")
+        # Only the primary violation is filed: the others are in the evidence, and when they are
+        # bugs of their own, other examples make them primary (often they are consequences of it).
+        evidence = evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
+                                hypothesis_version=version if blob else None, note=note, confirmed=confirmed)
+        group = group_of(evidence)
+        if record:
+            sink.record(evidence)
+        if not confirmed:
+            return None
+        return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
+
+    # 1. coverage
+    try:
+        _coverage_phase(job, prop, ctx, state, judge)
+    except _Abort:
+        return _job_record(job, state, started, sink, error=state.harness_error)
+    except KeyboardInterrupt:
+        raise Interrupted(_job_record(job, state, started, None, note="interrupted")) from None
 
     def body(case: Any) -> None:
         failure = outcome(case)
         if failure is not None:
             # One raise site for fresh and cached failures: Hypothesis tells bugs apart by the
             # exception's type *and* the line it was raised on.
-            exc_type, message = failure
+            exc_type, message, _group = failure
             raise exc_type(message)
 
-    def outcome(case: Any) -> tuple[type[_Failure], str] | None:
+    def outcome(case: Any) -> tuple[type[_Failure], str, str] | None:
         build = current_build_context()
         key = choices_to_bytes(build.data.choices)
+        phase = _engine_phase(state)
         cached = state.cache.get(key)
         if cached is not None:
-            return cached
+            return None if cached[2] in state.known else cached
         if key in state.passed:
             return None
-        now = time.monotonic()
-        if not build.is_final and (now > state.hard_deadline or (now > state.gen_deadline and not state.failures)):
-            raise _Budget()
-        try:
-            # Once a property that spawns per example has failed, its examples (the shrink candidates
-            # above all) run on fresh processes only: a warm run would need a fresh confirmation
-            # whenever it fails, which costs more processes than it saves.
-            run, violations = play(case, reuse_now=reuse and not (prop.fresh_per_example and state.failures))
-        except HarnessError as exc:
-            state.harness_error = str(exc)
-            raise _Abort() from None
-        state.executions += 1
-        sink.examples(1)
-        if not violations:
-            state.passed.add(key)
-            return None
-        main = primary(violations, run)
-        bucket = bucket_of(run, main, transport)
+        if not build.is_final:
+            now = time.monotonic()
+            if phase in ("generate", "target"):
+                if not state.may_generate(now):
+                    if not state.round_failures:
+                        raise _Budget()
+                    _end_generation(state)
+            elif not state.may_aside(now):
+                raise _Budget()
         blob = encode_failure(build.data.choices).decode("ascii")
-        endpoint.discard_warm()  # it took part in a failure: the next example starts on a clean one
-        confirmed = True
-        if run.reused:
-            # Seen on a process that served earlier examples: play it again on fresh ones. Only a
-            # failure that survives this counts for Hypothesis (so what it shrinks is reproducible
-            # from the case alone); one that does not is still filed, with a note saying so.
-            try:
-                run2, violations2 = play(case, reuse_now=False)
-            except HarnessError as exc:
-                state.harness_error = str(exc)
-                raise _Abort() from None
-            state.executions += 1
-            sink.examples(1)
-            if violations2 and bucket_of(run2, primary(violations2, run2), transport) == bucket:
-                run, violations, main = run2, violations2, primary(violations2, run2)
-            else:
-                confirmed = False
-        note = "" if confirmed else (
-            "seen only on a process that had served earlier examples; fresh processes did not show it, "
-            "so a replay may pass")
-        state.failures += 1
-        # Only the primary violation is filed: the others are in the evidence, and when they are
-        # bugs of their own, other examples make them primary (often they are consequences of it).
-        sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
-                                 hypothesis_version=version, note=note, confirmed=confirmed))
-        if not confirmed:
+        failure = judge(case, phase=phase, blob=blob)
+        if failure is None:
             state.passed.add(key)
             return None
-        state.cache[key] = (_failure_type(bucket), f"{main.strength} {main.rule}: {main.title}")
-        return state.cache[key]
+        group = failure[2]
+        if phase == "reuse":
+            state.replayed.add(group)
+        elif group in state.known:
+            state.passed.add(key)
+            return None  # filed (counted, smaller evidence kept); exploring goes on past it
+        else:
+            state.new_groups.add(group)
+            state.failures += 1
+            state.round_failures += 1
+        state.cache[key] = failure
+        return failure
 
     # The example database is keyed by property, transport and target (Hypothesis hashes the
     # function and this digest), so workers and later campaigns on the same target share it.
     set_database_key(body, f"{job.property}|{job.transport}|{job.target}".encode())
-    seeded = test_settings(given(prop.cases(ctx))(body))
-    set_seed(seeded, job.seed)
     sink.job_started(job)
     note = ""
     error = ""
     interrupted = False
+
+    def one_round(phases: tuple[Phase, ...], db: ExampleDatabase | None, max_examples: int, seed: int,
+                  *, multiple: bool = True) -> str:
+        """One Hypothesis run; returns how it ended: "", "budget", "abort" or "error: ..."."""
+        state.engine.clear()
+        state.round_failures = 0
+        state.new_groups = set()
+        test_settings = settings(  # no @seed: it would switch the example database off; the seed is set below
+            max_examples=max(max_examples, 1), database=db, deadline=None, derandomize=False,
+            suppress_health_check=list(HealthCheck), report_multiple_bugs=multiple, print_blob=False,
+            phases=phases, verbosity=Verbosity.quiet,
+        )
+        seeded = test_settings(given(prop.cases(ctx))(body))
+        set_seed(seeded, seed)
+        try:
+            seeded()
+        except _Budget:
+            return "budget"
+        except _Abort:
+            return "abort"
+        except _Failure:
+            return ""
+        except hypothesis.errors.Unsatisfiable:
+            return ""
+        except BaseExceptionGroup as group:
+            flat = _flatten(group)
+            if any(isinstance(e, KeyboardInterrupt) for e in flat):
+                raise KeyboardInterrupt from None
+            others = [e for e in flat if not isinstance(e, _Failure)]
+            if any(isinstance(e, _Budget) for e in others):
+                return "budget"
+            if others:
+                return f"error: {type(others[0]).__name__}: {others[0]}"
+        except BaseException as exc:
+            # A replay round on an empty database: Hypothesis "skips" a test it was told to run
+            # no example of (unittest's SkipTest, or pytest's Skipped inside pytest).
+            if type(exc).__name__ in ("SkipTest", "Skipped"):
+                return ""
+            raise
+        return ""
+
     try:
         with shrink_time_limit(job.shrink_seconds):
-            seeded()
-    except _Budget:
-        note = "stopped at its time share"
-    except _Abort:
-        error = state.harness_error or "the harness could not continue"
-    except _Failure:
-        pass
+            if stop_on_first:
+                ended = one_round((Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), database,
+                                  state.cap - state.generated, job.seed, multiple=False)
+            else:
+                ended = ""
+                if database is not None:
+                    ended = one_round((Phase.reuse,), database, 1, job.seed)
+                round_no = 0
+                while ended in ("", "budget") and state.may_generate(time.monotonic()):
+                    phases = (Phase.generate, Phase.shrink) if state.may_aside(time.monotonic()) else (Phase.generate,)
+                    before = state.generated
+                    ended = one_round(phases, _WriteOnlyDatabase(database) if database is not None else None,
+                                      state.cap - state.generated, (job.seed + round_no) % (2**32))
+                    round_no += 1
+                    if not state.new_groups or state.generated == before:
+                        break  # nothing new: Hypothesis spent the examples, the time or its search space
+                    state.known |= state.new_groups  # explore on, past what this round found
+        if ended == "budget" and job.seconds is not None:
+            note = "stopped at its time share"
+        elif ended == "abort":
+            error = state.harness_error or "the harness could not continue"
+        elif ended.startswith("error: "):
+            error = ended.removeprefix("error: ")
     except KeyboardInterrupt:
         interrupted = True
-    except BaseExceptionGroup as group:
-        flat = _flatten(group)
-        interrupted = any(isinstance(e, KeyboardInterrupt) for e in flat)
-        others = [e for e in flat if not isinstance(e, _Failure | KeyboardInterrupt)]
-        if others:
-            error = f"{type(others[0]).__name__}: {others[0]}"
     except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
         error = f"{type(exc).__name__}: {exc}"
     if interrupted:
         note = "interrupted"
-    run_record = PropertyRun(job.property, job.transport, examples=state.executions,
-                             seconds=time.monotonic() - started, note=note, error=error)
-    sink.job_done(run_record)
+    if not error and not interrupted and state.generated == 0 and state.replays == 0:
+        share_text = f"{job.seconds:.2f} s" if job.seconds is not None else f"{job.max_examples} examples"
+        error = (f"got no example in its share ({share_text}); the run did not test this property "
+                 "(raise --duration or --max-examples)")
+    record = _job_record(job, state, started, sink, note=note, error=error)
     if interrupted:
-        raise Interrupted(run_record)
-    return run_record
+        raise Interrupted(record)
+    return record
+
+
+def _coverage_phase(job: Job, prop: Property, ctx: Context, state: _JobState,
+                    judge: Callable[..., tuple[type[_Failure], str, str] | None]) -> None:
+    """Send each of the property's named probes once, in order, batched as the property allows;
+    a batch that fails is played again probe by probe (counted with shrinking), so each probe
+    gets its own verdict. What fails here is known to the rounds that follow."""
+    probes = prop.coverage(ctx)
+    transport = ctx.transport
+    ready = [p for p in probes if p.case is not None]
+    for p in probes:
+        if p.case is None:
+            state.probes.append(ProbeOutcome(job.property, transport, p.name, p.rule, False, p.why_not))
+    size = max(prop.coverage_batch, 1)
+    for start in range(0, len(ready), size):
+        batch = ready[start:start + size]
+        if not state.may_generate(time.monotonic()):
+            why = ("the time share ran out first" if state.generated < state.cap
+                   else "the example budget ran out first (raise --max-examples)")
+            state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, False, why) for p in batch)
+            continue
+        case = batch[0].case if len(batch) == 1 else prop.combine(batch)
+        failure = judge(case, phase="coverage", blob=None, record=len(batch) == 1)
+        state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, True) for p in batch)
+        if failure is not None and len(batch) > 1:
+            for p in batch:
+                if state.may_aside(time.monotonic()):
+                    single = judge(p.case, phase="split", blob=None)
+                    if single is not None:
+                        state.known.add(single[2])
+        elif failure is not None:
+            state.known.add(failure[2])
+
+
+def _job_record(job: Job, state: _JobState, started: float, sink: Sink | None, *, note: str = "",
+                error: str = "") -> PropertyRun:
+    known = sorted(state.replayed)
+    if known:
+        note = (note + "; " if note else "") + f"{len(known)} known failure(s) replayed from the example database"
+    record = PropertyRun(job.property, job.transport, examples=state.generated,
+                         seconds=time.monotonic() - started, note=note, error=error,
+                         shrinks=state.shrinks, replays=state.replays)
+    record_probes = getattr(sink, "probes", None)
+    if record_probes is not None:
+        record_probes(state.probes, known)
+    if sink is not None:
+        sink.job_done(record)
+    return record
 
 
 def _flatten(group: BaseExceptionGroup[Any]) -> list[BaseException]:
@@ -463,24 +727,35 @@ def _flatten(group: BaseExceptionGroup[Any]) -> list[BaseException]:
 def run_jobs_here(
     jobs: list[Job], prepared: list[Prepared], props: dict[str, Property], sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
-    runs: list[PropertyRun] | None = None, first_finding: bool = False,
+    runs: list[PropertyRun] | None = None, stop_on_first: bool = False, known: frozenset[str] = frozenset(),
+    deadline: float | None = None,
 ) -> list[PropertyRun]:
     """Run jobs in this process, one endpoint per target for all of them (warm processes and
-    pools carry over from one property to the next)."""
+    pools carry over from one property to the next).
+
+    `deadline` (with --duration): each job's share is recomputed when it starts, from the time
+    left and the weights of the jobs left, so what one job did not use goes to the next ones and
+    an overrun is taken from them rather than added to the end."""
     by_target = {p.spec.text: p for p in prepared}
     endpoints: dict[str, Endpoint] = {}
     runs = runs if runs is not None else []
+    weights = [props[j.property].weight if props[j.property].applicable(by_target[j.target].context()) is None
+               else 0.0 for j in jobs]
     try:
-        for job in jobs:
+        for k, job in enumerate(jobs):
             if should_stop():
                 break
+            if deadline is not None:
+                left = max(deadline - time.monotonic(), 0.0)
+                job.seconds = left * weights[k] / (sum(weights[k:]) or 1.0)
+                job.shrink_seconds = min(job.shrink_seconds, job.seconds * 0.3)
             prep = by_target[job.target]
             endpoint = endpoints.get(job.target)
             if endpoint is None:
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(timeout, 5.0))
             try:
                 runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
-                                    database=database, timeout=timeout, first_finding=first_finding))
+                                    database=database, timeout=timeout, stop_on_first=stop_on_first, known=known))
             except Interrupted as exc:
                 runs.append(exc.record)
                 raise
@@ -511,22 +786,27 @@ def run_campaign(
                 f"{prep.spec.text}: a running endpoint cannot be restarted; properties that need a fresh "
                 "process use a fresh connection instead"
             )
+    origin = config.started if config.started is not None else started
     duration = config.duration
+    deadline = None
     if duration is not None:
-        duration = max(duration - (time.monotonic() - started), 1.0)
+        # The reports are written after the last job: keep a little time for them.
+        deadline = origin + duration - min(0.5, duration * 0.02)
+        duration = max(deadline - time.monotonic(), 0.1)
     jobs = plan_jobs(props, prepared, max_examples=config.max_examples, duration=duration,
                      workers=config.workers, shrink_seconds=config.shrink_seconds, seed=config.seed)
     if progress is not None:
         progress.plan(jobs, duration=duration)
     database = open_database(config.database)
-    sink = StoreSink(store, progress)
+    sink = StoreSink(store, progress, result)
     runs: list[PropertyRun] = []
     try:
         if config.workers <= 1:
             run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs,
-                          first_finding=config.first_finding)
+                          stop_on_first=config.stop_on_first, known=config.known,
+                          deadline=deadline)
         else:
-            _run_workers(config, jobs, prepared, store, progress, runs)
+            _run_workers(config, jobs, prepared, store, progress, runs, result)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
@@ -550,7 +830,7 @@ def run_campaign(
 
 def _run_workers(
     config: CampaignConfig, jobs: list[Job], prepared: list[Prepared], store: FindingStore,
-    progress: Progress | None, runs: list[PropertyRun],
+    progress: Progress | None, runs: list[PropertyRun], result: CampaignResult | None = None,
 ) -> list[PropertyRun]:
     """K processes pull jobs from one queue and share the example database; findings come back
     to this process, which alone writes files. Ctrl-C here is forwarded to every worker."""
@@ -564,13 +844,13 @@ def _run_workers(
         job_q.put(None)
     payload = {
         "prepared": [p.dump() for p in prepared], "database": config.database, "timeout": config.timeout,
-        "first_finding": config.first_finding,
+        "stop_on_first": config.stop_on_first, "known": sorted(config.known),
     }
     procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-gauntlet-worker-{i}")
              for i in range(workers)]
     for p in procs:
         p.start()
-    sink = StoreSink(store, progress)
+    sink = StoreSink(store, progress, result)
     try:
         while True:
             try:
@@ -625,6 +905,8 @@ def _dispatch(kind: str, data: Any, sink: Sink, runs: list[PropertyRun], store: 
         run = PropertyRun.from_json(data)
         runs.append(run)
         sink.job_done(run)
+    elif kind == "probes":
+        sink.probes([ProbeOutcome(**o) for o in data["outcomes"]], list(data["replayed"]))
 
 
 class _QueueSink:
@@ -643,6 +925,9 @@ class _QueueSink:
 
     def job_done(self, run: PropertyRun) -> None:
         self.out_q.put(("done", run.to_json()))
+
+    def probes(self, outcomes: list[ProbeOutcome], replayed: list[str]) -> None:
+        self.out_q.put(("probes", {"outcomes": [asdict(o) for o in outcomes], "replayed": replayed}))
 
 
 def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> None:
@@ -665,7 +950,8 @@ def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> 
             if endpoint is None:
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(payload["timeout"], 5.0))
             run_job(job, props[job.property], endpoint, prep.context(), sink, database=database,
-                    timeout=payload["timeout"], first_finding=payload["first_finding"])
+                    timeout=payload["timeout"], stop_on_first=payload["stop_on_first"],
+                    known=frozenset(payload["known"]))
     except KeyboardInterrupt:  # Interrupted included: its record already went to the parent
         return
     finally:

@@ -16,6 +16,7 @@ import os
 import secrets
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -65,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--properties", metavar="P,...",
                    help=f"comma-separated subset of: {', '.join(property_names())} (default: all)")
     p.add_argument("--database", metavar="DIR|redis://...",
-                   help=f"Hypothesis example database, shared between runs and workers (default {DEFAULT_DATABASE})")
+                   help=f"Hypothesis example database, shared between runs and workers (default {DEFAULT_DATABASE}; "
+                        "none when --seed is given, so that a seeded run is reproducible)")
     p.add_argument("--no-database", action="store_true", help="do not read or write an example database")
     p.add_argument("--workers", type=int, default=1, metavar="K", help="worker processes (default 1)")
     p.add_argument("--transports", metavar="stdio,http",
@@ -80,8 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutations", metavar="NAME,...",
                    help="the framing property sends only these malformed frames (names or globs such as "
                         "'hdr-*'; `mcp-gauntlet frames --list` names them, plus blank-line)")
-    p.add_argument("--first-finding", action="store_true",
-                   help="stop each property at its first failure (shrunk), then go on to the next property")
+    p.add_argument("--stop-on-first", "--first-finding", dest="stop_on_first", action="store_true",
+                   help="stop each property at its first failure (shrunk), then go on to the next property "
+                        "(default: keep exploring with that failure's group known)")
+    p.add_argument("--tools", choices=("all", "read-only", "none"), default="all",
+                   help="which tools the campaign may call with generated arguments: all, read-only (the tools "
+                        "annotated readOnlyHint and not destructiveHint) or none (default all)")
+    p.add_argument("--allow-tool", action="append", default=[], metavar="PATTERN",
+                   help="call only tools whose name matches one of these globs (repeatable)")
+    p.add_argument("--deny-tool", action="append", default=[], metavar="PATTERN",
+                   help="never call tools whose name matches this glob (repeatable)")
+    p.add_argument("--known", metavar="FILE",
+                   help="a findings baseline (a findings.json, or one group id per line with a reason): "
+                        "those groups are reported as known and only new ones fail the run")
     p.add_argument("--write-regressions", metavar="DIR",
                    help="also write each finding as a standalone pytest regression test into DIR")
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
@@ -157,12 +170,41 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError(str(exc)) from None
 
 
+def _known(path: str | None) -> dict[str, str]:
+    """The groups of a --known baseline, each with its reason: a findings.json of an earlier run
+    (every finding of it), or a text file with one group id per line, a reason after it."""
+    if not path:
+        return {}
+    import orjson
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"--known: cannot read {path}: {exc.strerror or exc}") from None
+    if raw.lstrip().startswith(b"{"):
+        try:
+            data = orjson.loads(raw)
+            return {str(f["id"]): f"{f.get('strength', '')} {f.get('rule', '')} {f.get('title', '')}".strip()
+                    for f in data["findings"]}
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise UsageError(f"--known: {path} is not a findings.json (no findings list with ids)") from None
+    out: dict[str, str] = {}
+    for line in raw.decode("utf-8", "replace").splitlines():
+        text = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
+        if not text:
+            continue
+        gid, _, reason = text.partition(" ")
+        out[gid] = reason.strip(" \t-:") or "known"
+    return out
+
+
 def _default_out() -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("gauntlet-out") / f"fuzz-{stamp}"
 
 
 def fuzz_main(argv: list[str]) -> int:
+    started = time.monotonic()  # --duration counts from here
     try:
         args = build_parser().parse_args(argv)
         if args.list_properties:
@@ -172,6 +214,7 @@ def fuzz_main(argv: list[str]) -> int:
         specs = _targets(args)
         args.mutation_patterns = _mutations(args.mutations, specs)
         extra_headers.configure(args.header)
+        args.known_groups = _known(args.known)
     except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
@@ -183,7 +226,7 @@ def fuzz_main(argv: list[str]) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, _sigterm)
     try:
-        return _run(args, props, specs)
+        return _run(args, props, specs, started)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -192,23 +235,29 @@ def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) -> int:
+def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], started: float | None = None) -> int:
     from fuzz.campaign import CampaignConfig, Progress, UnusableTarget, prepare_target, run_campaign
     from fuzz.findings import FindingStore, ReplayConditions, resolved_command
     from fuzz.reports import write_reports
 
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     out_dir = Path(args.out) if args.out else _default_out()
-    database = None if args.no_database else (args.database or DEFAULT_DATABASE)
+    # A --seed run is reproducible: it reads no example database unless one is named.
+    database = None if args.no_database or (args.seed is not None and not args.database) else (
+        args.database or DEFAULT_DATABASE)
     config = CampaignConfig(
         targets=specs, properties=props, seed=seed,
         max_examples=args.max_examples if args.duration is None else None, duration=args.duration,
         database=database, workers=args.workers, timeout=args.timeout, shrink_seconds=args.shrink_time,
-        first_finding=args.first_finding, mutations=args.mutation_patterns,
+        stop_on_first=args.stop_on_first, mutations=args.mutation_patterns,
+        known=frozenset(args.known_groups), started=started,
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
+    from fuzz.tool_policy import ToolPolicy
+
+    policy = ToolPolicy(args.tools, tuple(args.allow_tool), tuple(args.deny_tool))
     try:
-        prepared = [prepare_target(spec, timeout=args.timeout) for spec in specs]
+        prepared = [prepare_target(spec, timeout=args.timeout, tools=policy) for spec in specs]
     except UnusableTarget as exc:
         print(f"mcp-gauntlet fuzz: unusable target: {exc}", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
@@ -231,7 +280,10 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
     store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
         print(f"fuzz: target {prep.spec.text} ({prep.detail})")
-    print(f"fuzz: seed {seed}, output in {out_dir}")
+    print(f"fuzz: seed {seed}, output in {out_dir}, example database {database or 'none'}")
+    if not policy.unrestricted:
+        withheld = sorted({name for prep in prepared for name in prep.surface.withheld_tools})
+        print(f"fuzz: tools: {policy.describe()}; withheld (never called): {', '.join(withheld) or 'none'}")
     progress = Progress("auto" if args.progress == "auto" else args.progress)
     try:
         result = run_campaign(config, store, progress=progress, prepared=prepared)
@@ -242,6 +294,20 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
         return 2
     finally:
         progress.close()
+    from fuzz.coverage import coverage_report, known_report
+
+    store.extra["coverage"] = coverage_report(result.probes)
+    store.extra["tools"] = {"policy": policy.describe(),
+                            "withheld": sorted({n for prep in prepared for n in prep.surface.withheld_tools})}
+    store.extra["budget"] = {
+        "max_examples": config.max_examples, "duration": config.duration, "shrink_time": config.shrink_seconds,
+        "generated": result.examples, "shrinks": sum(r.shrinks for r in result.runs),
+        "replays": sum(r.replays for r in result.runs),
+        "seconds": round(time.monotonic() - started if started is not None else result.seconds, 3),
+    }
+    known = known_report(store.findings, args.known_groups, result.replayed)
+    store.extra["known"] = known
+    store.write_index()
     findings = store.findings
     failures = store.failures
     try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
@@ -255,19 +321,26 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec]) ->
             print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
     except OSError as exc:
         store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
+    new = [f for f in failures if f.id not in args.known_groups]
     if store.write_error:
         print(f"mcp-gauntlet fuzz: {store.write_error}", file=sys.stderr)
         print(_summary_line(result.examples, len(props), failures, store.observations))
         return 2
     _print_summary(result, findings, args.fail_on)
+    from fuzz.coverage import print_coverage, print_known
+
+    print_coverage(store.extra["coverage"])
+    print_known(known)
     errors = [r for r in result.runs if r.error]
+    for run in errors:
+        print(f"fuzz: error: {run.property}[{run.transport}]: {run.error}")
     print(_summary_line(result.examples, len(props), failures, store.observations))
-    if failures:
+    if new:
         return 1
     if result.interrupted:
         return 130
-    if errors and result.examples == 0:
-        return 2
+    if errors:
+        return 2  # a property that could not be tested is not a pass
     return 0
 
 
@@ -281,8 +354,10 @@ def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
         print(f"note: {note}")
     for run in result.runs:
         status = run.error and f"harness error: {run.error}" or run.note or ("skipped" if run.skipped else "")
+        aside = ", ".join(part for part in (f"{run.shrinks} shrinking" if run.shrinks else "",
+                                            f"{run.replays} replayed" if run.replays else "") if part)
         print(f"  {run.property + '[' + run.transport + ']':<18} {run.examples:>6} examples {run.seconds:>7.1f} s"
-              + (f"  {status}" if status else ""))
+              + (f" (+{aside})" if aside else "") + (f"  {status}" if status else ""))
     if result.interrupted:
         print("fuzz: interrupted; what was found so far is on disk")
     for f in findings:

@@ -312,6 +312,7 @@ class FindingStore:
         self.fail_on = fail_on
         self.examples = 0
         self.interrupted = False
+        self.extra: dict[str, Any] = {}  # campaign-level sections of findings.json (coverage, budget, known)
         self._findings: dict[tuple[str, str], Finding] = {}
         self._lock = threading.Lock()
         # The first failed write (a full disk): the campaign goes on, what is on disk stays valid
@@ -407,6 +408,7 @@ class FindingStore:
             "failures": sum(1 for f in ordered if f.fails(self.fail_on)),
             "observations": sum(1 for f in ordered if not f.fails(self.fail_on)),
             "findings": [f.to_json(self.fail_on) for f in ordered],
+            **self.extra,
         }
 
     def _write_index_locked(self) -> None:
@@ -445,11 +447,13 @@ class PropertyRun:
 
     property: str
     transport: str
-    examples: int = 0
+    examples: int = 0  # examples generated (coverage and random): what --max-examples caps
     seconds: float = 0.0
     note: str = ""  # why it stopped early or was skipped, when it did
     skipped: bool = False
     error: str = ""  # the harness itself failed (not the server): shown, never a finding
+    shrinks: int = 0  # executions spent shrinking and confirming failures (bounded by --shrink-time)
+    replays: int = 0  # failures from the example database played again (reported as known)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -462,6 +466,10 @@ class PropertyRun:
             out["skipped"] = True
         if self.error:
             out["error"] = self.error
+        if self.shrinks:
+            out["shrinks"] = self.shrinks
+        if self.replays:
+            out["replays"] = self.replays
         return out
 
     @classmethod
@@ -470,4 +478,5 @@ class PropertyRun:
             property=data["property"], transport=data["transport"], examples=int(data.get("examples", 0)),
             seconds=float(data.get("seconds", 0.0)), note=data.get("note", ""),
             skipped=bool(data.get("skipped", False)), error=data.get("error", ""),
+            shrinks=int(data.get("shrinks", 0)), replays=int(data.get("replays", 0)),
         )

@@ -13,6 +13,9 @@ The supported range is pyproject.toml's (`hypothesis>=6.140.2`); CI runs the low
 from __future__ import annotations
 
 import contextlib
+import inspect
+import math
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,7 +27,7 @@ from hypothesis.internal.conjecture import engine as _engine
 
 __all__ = [
     "ExampleDatabase", "check_internals", "choices_to_bytes", "current_build_context", "encode_failure",
-    "set_database_key", "set_seed", "shrink_time_limit",
+    "end_generation", "running_phase", "set_database_key", "set_seed", "shrink_time_limit",
 ]
 
 # Attribute names Hypothesis reads from a test function (what @seed sets; what `given` hashes into
@@ -54,12 +57,45 @@ def shrink_time_limit(seconds: float) -> Iterator[None]:
         _engine.MAX_SHRINKING_SECONDS = old
 
 
+def _running_engine() -> Any:
+    """The ConjectureRunner whose call is on the stack (the one running the current example)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, _engine.ConjectureRunner):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def running_phase(cache: list[Any]) -> str:
+    """The phase the engine running this example is in ("reuse", "generate", "target", "shrink").
+    Hypothesis does not tell a test which phase calls it, and the campaign's budget counts generated
+    examples apart from shrinking and replays. `cache` (one slot) keeps the engine between calls."""
+    if not cache or cache[0] is None:
+        cache[:] = [_running_engine()]
+    runner = cache[0]
+    return str(getattr(runner, "_current_phase", "generate")) if runner is not None else "generate"
+
+
+def end_generation(cache: list[Any]) -> None:
+    """Make the engine leave its generate phase for shrinking now (it keeps generating for up to
+    10 s after a first failure, which a budget cannot afford)."""
+    runner = cache[0] if cache else None
+    if runner is not None and hasattr(runner, "first_bug_found_time"):
+        runner.first_bug_found_time = -math.inf
+
+
 def check_internals() -> list[str]:
     """What is missing or changed on the installed Hypothesis; empty when everything above works.
 
     Exercises each internal for real (a tiny seeded test with a digest), not only its name.
     """
     problems: list[str] = []
+    init_source = inspect.getsource(_engine.ConjectureRunner.__init__)
+    for attr in ("_current_phase", "first_bug_found_time"):
+        if attr not in init_source:
+            problems.append(f"ConjectureRunner no longer sets {attr} (the campaign reads the running phase)")
     if not isinstance(getattr(_engine, "MAX_SHRINKING_SECONDS", None), int):
         problems.append("hypothesis.internal.conjecture.engine.MAX_SHRINKING_SECONDS is gone or not an int")
     from hypothesis import given, settings

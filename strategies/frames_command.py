@@ -7,7 +7,8 @@ malformed catalogue with the rule each mutation probes. Output is deterministic 
 Line format: a frame is printed as its JSON; a byte-level mutation as
 `{"raw": "<the exact bytes before the final newline>"}` (JSON-escaped, so a raw CR, LF, NUL or
 BOM is visible; bytes that are not UTF-8 are given as latin-1 with `"encoding": "latin-1"`);
-a header mutation as `{"http_headers": {...}, "frame": {...}}`. The last line is a summary.
+a header mutation as `{"http_headers": {...}, "frame": {...}}`. Stdout carries frames only, so it
+pipes into `jq` or a server; the one-line summary goes to stderr (CLI.md).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def case_lines(case: MalformedCase) -> list[str]:
     return [_dump(frame) for frame in case.frames]
 
 
-def _list(out: TextIO) -> int:
+def _list(out: TextIO, err: TextIO) -> int:
     rows = catalogue()
     width = max(len(r["name"]) for r in rows)
     for row in rows:
@@ -76,13 +77,13 @@ def _list(out: TextIO) -> int:
             f"{row['name']:<{width}}  {row['rule']:<8} {row['transport']:<5} {row['level']:<7} "
             f"{expect['reply']:<23} {expect['strength']:<6} {row['description']}\n"
         )
-    out.write(f"frames: {len(rows)} mutations\n")
+    err.write(f"frames: {len(rows)} mutations\n")
     return 0
 
 
-def _run(args: argparse.Namespace, out: TextIO) -> int:
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.list:
-        return _list(out)
+        return _list(out, err)
     if args.count < 0:
         raise _UsageError("--count must be >= 0")
     try:
@@ -106,7 +107,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         rule = MUTATIONS[args.malformed].rule
         where = f", method {args.method}" if args.method else ""
         extra = f" ({lines} lines)" if lines != len(cases) else ""
-        out.write(f"frames: {len(cases)} frames{extra}, mutation {args.malformed} ({rule}){where}\n")
+        err.write(f"frames: {len(cases)} frames{extra}, mutation {args.malformed} ({rule}){where}\n")
         return 0
 
     from strategies.frames import any_valid_frame, client_methods, valid_frame
@@ -120,7 +121,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     frames = draw_examples(strategy, args.count, args.seed)
     for frame in frames:
         out.write(_dump(frame) + "\n")
-    out.write(f"frames: {len(frames)} frames, method {args.method or 'any'}\n")
+    err.write(f"frames: {len(frames)} frames, method {args.method or 'any'}\n")
     return 0
 
 
@@ -129,7 +130,7 @@ def frames_main(argv: list[str]) -> int:
     out = sys.stdout
     try:
         args = _parser().parse_args(argv)
-        return _run(args, out)
+        return _run(args, out, sys.stderr)
     except _UsageError as exc:
         sys.stderr.write(f"mcp-gauntlet frames: error: {exc}\n")
         return 2

@@ -8,6 +8,7 @@ really broken and that the check is capable of failing.
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -184,6 +185,45 @@ def http_200_unknown_method(db: Path, bugs: tuple[str, ...]) -> bool:
         return resp.status == 200
 
 
+def http_get_200(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _http(db, bugs) as h:
+        statuses = []
+        for verb in ("GET", "DELETE"):
+            conn = http.client.HTTPConnection(h.host, h.port, timeout=5)
+            try:
+                conn.request(verb, "/mcp", headers={"Accept": "text/event-stream"})
+                statuses.append(conn.getresponse().status)
+            finally:
+                conn.close()
+        return statuses == [200, 200]
+
+
+def tools_list_reordered(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        first, _ = s.call(req(1, "tools/list"))
+        second, _ = s.call(req(2, "tools/list"))
+        names = [[t["name"] for t in m["result"]["tools"]] for m in (first, second)]
+        return sorted(names[0]) == sorted(names[1]) and names[0] != names[1]
+
+
+def tool_name_invalid(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        names, cursor, n = [], None, 1
+        while True:  # every page
+            listed, _ = s.call(req(n, "tools/list", {"cursor": cursor} if cursor else None))
+            names += [t["name"] for t in listed["result"]["tools"]]
+            cursor, n = listed["result"].get("nextCursor"), n + 1
+            if not cursor:
+                return "echo text" in names
+
+
+def structured_without_text(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        made, _ = s.call(req(1, "tools/call", {"name": "open_calendar", "arguments": {"name": "t12"}}))
+        result = made["result"]
+        return "structuredContent" in result and not any(c.get("type") == "text" for c in result["content"])
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -217,6 +257,10 @@ CHECKS: dict[str, Check] = {
     "http-session-id": http_session_id,
     "http-200-header-mismatch": http_200_header_mismatch,
     "http-200-unknown-method": http_200_unknown_method,
+    "http-get-200": http_get_200,
+    "tools-list-reordered": tools_list_reordered,
+    "tool-name-invalid": tool_name_invalid,
+    "structured-without-text": structured_without_text,
     "slow-leak": slow_leak,
 }
 

@@ -1087,3 +1087,49 @@ def test_violation_json_round_trip() -> None:
     for v in judge(c.transcript):
         assert Violation.from_json(v.to_json()) == v
         assert v.strength in ("MUST", "SHOULD", "HEURISTIC")
+
+
+# --- rules of the coverage issue's new modules (fuzz/oracle/http_methods.py, tool_rules.py) ---
+
+
+@case("SL-11", "GET on the endpoint answered 200")
+def _(broken: bool) -> Crafter:
+    c = http()
+    sent = c._add("send", raw=b"", headers={"Accept": "text/event-stream"}, note="GET /mcp")
+    c.http_reply(200 if broken else 405, ref=sent,
+                 headers={"Content-Type": "text/event-stream"} if broken else {"Allow": "POST"})
+    return c
+
+
+def _tools(*names: str) -> dict[str, Any]:
+    return {**LIST_OK, "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]}
+
+
+@case("TOOL-03", "same tools, another order")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, _tools("a", "b", "c")))
+    c.exchange(req(2, "tools/list"), ok(2, _tools(*(("c", "b", "a") if broken else ("a", "b", "c")))))
+    return c
+
+
+@case("TOOL-06", "tool name with a space")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, _tools("echo", "echo text" if broken else "echo_text")))
+    return c
+
+
+@case("TOOL-06", "tool listed twice")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, _tools("echo", "echo" if broken else "other")))
+    return c
+
+
+@case("TOOL-12", "structuredContent without a text block")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    content = [] if broken else [{"type": "text", "text": '{"n": 1}'}]
+    c.exchange(call(), ok(1, {"resultType": "complete", "content": content, "structuredContent": {"n": 1}}))
+    return c

@@ -310,7 +310,7 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert run.stdout == ""
     listed = subprocess.run([*SERVE, "--list-bugs"], capture_output=True, text=True, timeout=20)
     lines = listed.stdout.splitlines()
-    assert listed.returncode == 0 and "null-id-accepted\tRPC-04" in lines and len(lines) == 19
+    assert listed.returncode == 0 and "null-id-accepted\tRPC-04" in lines and len(lines) == 23
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

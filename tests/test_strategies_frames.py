@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -284,26 +286,26 @@ def _run(capsys, *argv: str) -> tuple[int, list[str], str]:
 
 
 def test_frames_command_lists_every_mutation_with_its_rule(capsys):
-    code, lines, _ = _run(capsys, "--list")
-    assert code == 0
-    assert lines[-1] == f"frames: {len(MUTATIONS)} mutations"
+    code, lines, err = _run(capsys, "--list")
+    assert code == 0 and len(lines) == len(MUTATIONS)
+    assert err == f"frames: {len(MUTATIONS)} mutations\n"
     for line, (name, mutation) in zip(lines, MUTATIONS.items(), strict=False):
         assert line.split()[:2] == [name, mutation.rule]
 
 
 def test_frames_command_prints_valid_frames_and_a_summary(capsys):
     official = _official()
-    code, lines, _ = _run(capsys, "--method", "tools/call", "--count", "5", "--seed", "3", "--schema", str(SCHEMA))
-    assert code == 0
-    assert lines[-1] == "frames: 5 frames, method tools/call"
-    for line in lines[:-1]:
+    code, lines, err = _run(capsys, "--method", "tools/call", "--count", "5", "--seed", "3", "--schema", str(SCHEMA))
+    assert code == 0 and len(lines) == 5
+    assert err == "frames: 5 frames, method tools/call\n"
+    for line in lines:
         assert official.validator("CallToolRequest").is_valid(orjson.loads(line))
 
 
 def test_frames_command_prints_byte_mutations_as_raw(capsys):
-    code, lines, _ = _run(capsys, "--malformed", "embedded-newline", "--count", "3")
-    assert code == 0 and lines[-1] == "frames: 3 frames, mutation embedded-newline (STDIO-02)"
-    for line in lines[:-1]:
+    code, lines, err = _run(capsys, "--malformed", "embedded-newline", "--count", "3")
+    assert code == 0 and err == "frames: 3 frames, mutation embedded-newline (STDIO-02)\n"
+    for line in lines:
         raw = orjson.loads(line)["raw"]
         assert "\n" in raw and raw.startswith("{")
     code, lines, _ = _run(capsys, "--malformed", "invalid-utf8", "--count", "2")
@@ -341,4 +343,35 @@ def test_frames_command_is_deterministic_across_processes():
         )
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1]
-    assert outputs[0].count(b"\n") == 7
+    assert outputs[0].count(b"\n") == 6  # frames only: the summary is on stderr
+
+
+def test_frames_stdout_is_frames_only_and_pipes_into_jq():
+    """`mcp-gauntlet frames --count 5 | jq -c .method` prints 5 lines (CLI.md: frames only on stdout)."""
+    cli = shutil.which("mcp-gauntlet", path=os.path.dirname(sys.executable)) or "mcp-gauntlet"
+    proc = subprocess.run([cli, "frames", "--count", "5"], cwd=PROJECT, capture_output=True, timeout=120, check=True)
+    lines = proc.stdout.rstrip(b"\n").split(b"\n")  # newline-delimited (U+2028 is no line end for jq)
+    assert len(lines) == 5 and all(isinstance(orjson.loads(line)["method"], str) for line in lines)
+    assert proc.stderr.decode().startswith("frames: 5 frames")
+    if shutil.which("jq"):
+        piped = subprocess.run(f"{shlex.quote(cli)} frames --count 5 | jq -c .method", shell=True, cwd=PROJECT,
+                               capture_output=True, timeout=120, check=True)
+        assert len(piped.stdout.rstrip(b"\n").split(b"\n")) == 5
+
+
+def test_every_listed_mutation_is_accepted_by_name_and_no_other_name_is():
+    """One name per mutation: every name `frames --list` shows works with `--malformed`."""
+    for name in MUTATIONS:
+        code = frames_main(["--malformed", name, "--count", "1"])
+        assert code == 0, name
+    assert frames_main(["--malformed", "null-id", "--count", "1"]) == 2
+
+
+def test_the_ids_property_files_its_probes_under_catalogue_names():
+    from fuzz.properties.base import Context
+    from fuzz.properties.ids import PROPERTY as IDS
+    from strategies.sampling import draw_examples
+
+    cases = draw_examples(IDS.cases(Context(transport="stdio")), 60, 5)
+    used = {s.mutation for c in cases for s in c.steps if s.mutation}
+    assert used and used <= set(MUTATIONS), used - set(MUTATIONS)

@@ -206,7 +206,8 @@ def _pair_stdio(x: Exchange) -> None:
 def _lines_in(raw: bytes | None) -> int:
     if not raw:
         return 1
-    return max(1, sum(1 for line in raw.split(b"\n") if line.strip()))
+    # A blank line is no frame at all (STDIO-01 lets the server skip it): it draws no error.
+    return sum(1 for line in raw.split(b"\n") if line.strip())
 
 
 def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:

@@ -38,6 +38,19 @@ class Context:
     dual: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One named probe a campaign's coverage phase sends once, before any random example: a
+    mutation, a header or method probe, an MRTR tampering. `case` is None when the probe cannot
+    apply to this target, and `why_not` says why (no HTTP, no MRTR tool, ...)."""
+
+    name: str
+    rule: str
+    case: Case | None
+    why_not: str = ""
+    parts: Any = None  # what Property.combine() needs to send this probe together with others
+
+
 class Property(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
@@ -47,6 +60,8 @@ class Property(ABC):
     eras: ClassVar[frozenset[str]] = frozenset({"modern"})
     #: Relative share of the campaign budget (fresh-process properties cost more per example).
     weight: ClassVar[float] = 1.0
+    #: How many coverage probes one coverage example may carry (see combine()).
+    coverage_batch: ClassVar[int] = 1
 
     def __repr__(self) -> str:  # appears in Hypothesis' "Draw 1 (case): ..." lines: no memory address
         return f"{type(self).__name__}()"
@@ -54,6 +69,15 @@ class Property(ABC):
     @abstractmethod
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         """The cases this property draws for `ctx`."""
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """The named probes to send once each, in a fixed order, before exploring at random."""
+        return []
+
+    def combine(self, probes: list[Probe]) -> Case:
+        """One case sending several probes (only called when coverage_batch > 1); a failing one is
+        played again probe by probe, so each probe still gets its own verdict."""
+        raise NotImplementedError
 
     def check(self, run: Run, ctx: Context) -> list[Violation]:
         """Relational judgements over the whole run; the oracle's per-frame rules come on top."""

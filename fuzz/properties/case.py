@@ -84,6 +84,7 @@ class Step:
     mutation: str | None = None
     timeout: float | None = None
     input_schema: dict[str, Any] | None = None  # a tool's, so HTTP Mcp-Param-* headers mirror the body
+    http_method: str = "POST"  # over HTTP: GET or DELETE probes the endpoint itself (DIGEST 7.4)
 
     @property
     def method(self) -> str | None:
@@ -106,6 +107,8 @@ class Step:
                 out[name] = value
         if self.bind:
             out["bind"] = [b.to_json() for b in self.bind]
+        if self.http_method != "POST":
+            out["http_method"] = self.http_method
         return out
 
     @classmethod
@@ -120,7 +123,7 @@ class Step:
             wait=data.get("wait", "response"), label=data.get("label", ""),
             bind=[Binding.from_json(b) for b in data.get("bind", [])], group=data.get("group"),
             expect=data.get("expect"), mutation=data.get("mutation"), timeout=data.get("timeout"),
-            input_schema=data.get("input_schema"),
+            input_schema=data.get("input_schema"), http_method=str(data.get("http_method", "POST")),
         )
 
 

@@ -213,7 +213,8 @@ def _play_batch(
     conn = _connection(run, steps[ready[0][0]].proc, conns, endpoint, reuse=reuse, on_conn=on_conn)
     if len(ready) == 1:
         k, payload = ready[0]
-        run.sends[k] = conn.send(payload, headers=_headers_for(steps[k], run.frames.get(k)))
+        method = {"http_method": steps[k].http_method} if steps[k].http_method != "POST" else {}
+        run.sends[k] = conn.send(payload, headers=_headers_for(steps[k], run.frames.get(k)), **method)
     else:
         indices_sent = conn.send_concurrently(
             [p for _, p in ready], headers=[_headers_for(steps[k], run.frames.get(k)) for k, _ in ready],

@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzz.oracle.model import Expectation
-from fuzz.properties.base import Context, Property
+from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import CaseBuilder, id_styles
 
@@ -37,12 +37,26 @@ class Malformed:
     headers: dict[str, str] | None
     expect: Expectation
     wait: str = "none"
+    http_method: str = "POST"
 
 
 def blank_line(rid: int | str) -> list[Malformed]:
     """A line that is only its terminator: nothing to answer, nothing to die of (STDIO-02)."""
     return [Malformed("blank-line", None, b"\n", None,
                       Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))]
+
+
+#: HTTP methods other than POST on the endpoint itself (DIGEST 7.4: SHOULD get 405, SL-11).
+ENDPOINT_METHODS = {"http-get": "GET", "http-delete": "DELETE"}
+#: Probes the framing property sends that the catalogue has no row for: name -> (rule, transport).
+EXTRAS: dict[str, tuple[str, str]] = {"blank-line": ("STDIO-02", "stdio"), "http-get": ("SL-11", "http"),
+                                      "http-delete": ("SL-11", "http")}
+
+
+def endpoint_method(name: str) -> list[Malformed]:
+    """A GET or DELETE on the endpoint, no body: judged by SL-11 (405), then the sentinel."""
+    return [Malformed(name, None, b"", None, Expectation("any", "SL-11", mutation=name),
+                      http_method=ENDPOINT_METHODS[name])]
 
 
 _CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...], bool], st.SearchStrategy[list[Malformed]]] = {}
@@ -56,7 +70,7 @@ def mutation_names(transport: str) -> list[str]:
 
     names = [n for n in catalogue.mutation_names(transport=transport)
              if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
-    return names + (["blank-line"] if transport == "stdio" else [])
+    return names + (["blank-line"] if transport == "stdio" else list(ENDPOINT_METHODS))
 
 
 def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
@@ -78,7 +92,7 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
 
     names = select_mutations(transport, patterns)
     options: list[st.SearchStrategy[list[Malformed]]] = []
-    listed = [n for n in names if n != "blank-line"]
+    listed = [n for n in names if n not in EXTRAS]
     if listed:
         # A listen request (however malformed around the edges) opens a stream that answers only
         # when cancelled; one per warm process would leak notifications into later examples.
@@ -86,9 +100,35 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
             lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport, dual)))
     if "blank-line" in names:
         options.append(st.builds(blank_line, st.integers(1, 10_000)))
+    verbs = [n for n in names if n in ENDPOINT_METHODS]
+    if verbs:
+        options.append(st.sampled_from(verbs).map(endpoint_method))
     strategy = st.one_of(options) if options else st.nothing()
     _CATALOGUE_CACHE[key] = strategy
     return strategy
+
+
+_PROBE_CACHE: dict[tuple[str, bool], dict[str, list[Malformed] | None]] = {}
+
+
+def probe_frames(name: str, transport: str, dual: bool = False) -> list[Malformed] | None:
+    """The frames the coverage phase sends for mutation `name`: the same ones in every campaign
+    (drawn with a fixed seed), or None when the mutation makes only long-lived listen frames.
+    All of a transport's probes are drawn as one example: one Hypothesis run, not one per name."""
+    key = (transport, dual)
+    if key not in _PROBE_CACHE:
+        from strategies import malformed as catalogue
+        from strategies.sampling import draw_examples
+
+        names = [n for n in mutation_names(transport) if n not in EXTRAS]
+        one = [catalogue.malformed_case(n).filter(lambda c: c.method not in LONG_LIVED_METHODS) for n in names]
+        drawn = draw_examples(st.tuples(*one), 1, seed=0)
+        frames: dict[str, list[Malformed] | None] = {"blank-line": blank_line(1),
+                                                     **{n: endpoint_method(n) for n in ENDPOINT_METHODS}}
+        for n, case in zip(names, drawn[0] if drawn else [None] * len(names), strict=True):
+            frames[n] = _from_catalogue(case, transport, dual) if case is not None else None
+        _PROBE_CACHE[key] = frames
+    return _PROBE_CACHE[key].get(name)
 
 
 def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Malformed]:
@@ -120,10 +160,36 @@ class FramingProperty(Property):
     title = "malformed frames are answered or ignored as the rule says, and the server lives on"
     fresh_per_example = 0
     eras = frozenset({"modern"})
+    coverage_batch = 3  # as many malformed transmissions as a random example sends at most
+
+    def combine(self, probes: list[Probe]) -> Case:
+        return self._build("int", [p.parts for p in probes])
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         frames = malformed_frames(ctx.transport, ctx.mutations, ctx.dual)
         return st.builds(self._build, id_styles(), st.lists(frames, min_size=1, max_size=3))
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """Every catalogue mutation below the retry level, once, in catalogue order; the ones that
+        cannot go over this transport (or that --mutations leaves out) say so."""
+        from strategies import malformed as catalogue
+
+        chosen = set(select_mutations(ctx.transport, ctx.mutations))
+        probes: list[Probe] = []
+        names = [n for n in catalogue.mutation_names() if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
+        for name in [*names, *EXTRAS]:
+            rule = EXTRAS[name][0] if name in EXTRAS else catalogue.get_mutation(name).rule
+            if name not in mutation_names(ctx.transport):
+                where = EXTRAS[name][1] if name in EXTRAS else catalogue.get_mutation(name).transport
+                probes.append(Probe(name, rule, None, f"needs the {where} transport"))
+            elif name not in chosen:
+                probes.append(Probe(name, rule, None, "left out by --mutations"))
+            else:
+                frames = probe_frames(name, ctx.transport, ctx.dual)
+                probes.append(Probe(name, rule, self._build("int", [frames]) if frames else None,
+                                    "" if frames else "every frame it makes opens a long-lived listen stream",
+                                    parts=frames))
+        return probes
 
     def applicable(self, ctx: Context) -> str | None:
         base = super().applicable(ctx)
@@ -138,7 +204,7 @@ class FramingProperty(Property):
             for m in frames:
                 b.add(Step(proc=0, frame=m.frame, raw=m.raw, headers=m.headers, wait=m.wait,  # type: ignore[arg-type]
                            label=m.name, expect=m.expect.to_json(), mutation=m.name, group=group,
-                           timeout=MALFORMED_REPLY_TIMEOUT))
+                           timeout=MALFORMED_REPLY_TIMEOUT, http_method=m.http_method))
             b.sentinel(0)
         return b.build(warm=[0])
 

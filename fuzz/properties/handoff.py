@@ -34,6 +34,9 @@ class HandoffProperty(Property):
         if base is not None:
             return base
         if not ctx.surface.triggers and ctx.surface.handles is None:
+            if ctx.surface.withheld_tools:
+                return ("no call that may be made answers input_required or opens a handle (the tool policy "
+                        f"withholds {len(ctx.surface.withheld_tools)} tool(s))")
             return "the target has neither a call that answers input_required nor a handle flow"
         return None
 

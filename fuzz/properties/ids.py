@@ -1,7 +1,7 @@
 """Id discipline (DIGEST §1): ids are never cross-wired; null and non-integer ids are refused.
 
-  null-id      a request whose id is null must be refused, not served (RPC-04)
-  fraction-id  a request whose id is a non-integer number must be refused (RPC-03)
+  id-null      a request whose id is null must be refused, not served (RPC-04)
+  id-float     a request whose id is a non-integer number must be refused (RPC-03)
   colliding    two or three requests with one id in flight at once (a client bug, RPC-05):
                whatever the server does with them (UNSPEC), an answer must never carry the
                result of a different request (RPC-06). Over HTTP each POST is its own exchange,
@@ -59,8 +59,8 @@ class IdsProperty(Property):
                 texts.map(lambda ts: ts[:2]) if echo else st.just([]),
             )
         scenario = st.one_of(
-            st.tuples(st.just("null-id"), st.sampled_from(methods), st.none()),
-            st.tuples(st.just("fraction-id"), st.sampled_from(methods), st.sampled_from(FRACTIONS)),
+            st.tuples(st.just("id-null"), st.sampled_from(methods), st.none()),
+            st.tuples(st.just("id-float"), st.sampled_from(methods), st.sampled_from(FRACTIONS)),
             colliding,
         )
         return st.builds(self._build, id_styles(), scenario)
@@ -69,11 +69,11 @@ class IdsProperty(Property):
         b = CaseBuilder(self.name, id_style=id_style)
         kind = scenario[0]
         params: dict[str, Any] = {"scenario": kind}
-        if kind in ("null-id", "fraction-id"):
+        if kind in ("id-null", "id-float"):
             method = scenario[1]
             frame = Call(method).frame(0)
-            frame["id"] = None if kind == "null-id" else scenario[2]
-            rule = "RPC-04" if kind == "null-id" else "RPC-03"
+            frame["id"] = None if kind == "id-null" else scenario[2]
+            rule = "RPC-04" if kind == "id-null" else "RPC-03"
             # JSON-RPC 2.0 answers an invalid request with -32600; DIGEST restates the format, not the
             # duty to answer: silence is a SHOULD deviation, serving the frame a MUST (RPC-03/04).
             exp = Expectation("error-or-refusal", rule, strength="SHOULD", served_strength="MUST", mutation=kind)

@@ -31,6 +31,9 @@ class ListsProperty(Property):
     name = "lists"
     title = "list results are the same on every process, whatever it served before"
     fresh_per_example = 1
+    # A list that changes only after some history (a tool call, a subscription) needs more examples
+    # than one share of the default 200 to be reached (bench_mutant_sweep: list-changes-after-call).
+    weight = 1.5
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         offered = ctx.surface.capabilities or {}

@@ -30,7 +30,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Property
+from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Binding, Case, _b64_json
 from fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
 from fuzz.properties.executor import Run
@@ -39,6 +39,18 @@ from fuzz.properties.surface import MrtrTrigger, Surface
 SCENARIOS = ("undeclared", "rounds", "tamper-flip", "tamper-truncate", "tamper-structured", "foreign", "decline", "cancel",
              "replay", "missing", "extra", "wrong-shape", "same-id")
 TAMPER = {"tamper-flip": "flip", "tamper-truncate": "truncate", "tamper-structured": "structured"}
+#: What each scenario probes, as the coverage report names it: the catalogue's name where the
+#: scenario plays a catalogue row (`frames --list`), else the scenario's own.
+PROBES: dict[str, tuple[str, str]] = {
+    "undeclared": ("undeclared-capability", "META-05"), "rounds": ("rounds", "MRTR-11"),
+    "tamper-flip": ("state-tampered", "MRTR-13"), "tamper-truncate": ("state-truncated", "MRTR-13"),
+    "tamper-structured": ("state-tampered-structured", "MRTR-13"), "foreign": ("state-foreign", "MRTR-14"),
+    "decline": ("decline", "MRTR-17"), "cancel": ("cancel", "MRTR-17"), "replay": ("state-replayed", "MRTR-14"),
+    "missing": ("input-responses-missing", "MRTR-16"), "extra": ("input-responses-extra-key", "MRTR-16"),
+    "wrong-shape": ("responses-wrong-shape", "MRTR-16"), "same-id": ("retry-reuses-id", "MRTR-09"),
+}
+#: Catalogue retry rows no scenario plays yet (shown in the coverage report as not applied).
+UNPLAYED = {"state-forged": "MRTR-13", "state-missing": "MRTR-10", "responses-wrong-key": "MRTR-16"}
 
 
 class MrtrProperty(Property):
@@ -51,8 +63,24 @@ class MrtrProperty(Property):
         if base is not None:
             return base
         if not ctx.surface.triggers:
+            if ctx.surface.withheld_tools:
+                return ("no call that may be made answered input_required (the tool policy withholds "
+                        f"{len(ctx.surface.withheld_tools)} tool(s)), so there is no round-trip to play")
             return "no call of the target answered input_required, so there is no round-trip to play"
         return None
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """Every scenario once, in order, on the first round-trip the target offers."""
+        triggers = ctx.surface.triggers
+        why = "" if triggers else ("no call that may be made answered input_required (tool policy)"
+                                   if ctx.surface.withheld_tools else
+                                   "no call of the target answered input_required (no MRTR tool)")
+        probes = [Probe(name, rule, self._build(ctx.surface, "int", scenario, triggers[0], 0, "probe")
+                        if triggers else None, why)
+                  for scenario, (name, rule) in PROBES.items()]
+        probes += [Probe(name, rule, None, "the mrtr property has no scenario that plays it yet")
+                   for name, rule in UNPLAYED.items()]
+        return probes
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         surface = ctx.surface
@@ -86,7 +114,7 @@ class MrtrProperty(Property):
                 previous = retries[-1]
             params["retries"] = retries
         elif scenario in TAMPER:
-            params["retry"] = b.call(0, first, label=scenario, mutation=f"request-state-{scenario}",
+            params["retry"] = b.call(0, first, label=scenario, mutation=PROBES[scenario][0],
                                      bind=[state(begin, TAMPER[scenario], knob), answers(begin)])
         elif scenario == "foreign":
             changed = _other_request(first, other)
@@ -94,13 +122,13 @@ class MrtrProperty(Property):
                 params["scenario"] = "rounds"
                 params["retries"] = [b.call(0, first, label="retry-1", bind=[state(begin), answers(begin)])]
             else:
-                params["retry"] = b.call(0, changed, label="foreign-state", mutation="request-state-foreign",
+                params["retry"] = b.call(0, changed, label="foreign-state", mutation="state-foreign",
                                          bind=[state(begin), answers(begin)])
         elif scenario in ("decline", "cancel"):
             params["retry"] = b.call(0, first, label=scenario, bind=[state(begin), answers(begin, scenario)])
         elif scenario == "replay":
             done = b.call(0, first, label="retry", bind=[state(begin), answers(begin)])
-            params["retry"] = b.call(0, first, label="replayed-state", mutation="request-state-replayed",
+            params["retry"] = b.call(0, first, label="replayed-state", mutation="state-replayed",
                                      bind=[state(begin), answers(begin)])
             params["done"] = done
         elif scenario == "missing":
@@ -110,7 +138,7 @@ class MrtrProperty(Property):
             params["retry"] = b.call(0, first, label="extra-answer", mutation="input-responses-extra-key",
                                      bind=[state(begin), answers(begin, "extra")])
         elif scenario == "wrong-shape":
-            params["retry"] = b.call(0, first, label="wrong-answer", mutation="input-responses-wrong-shape",
+            params["retry"] = b.call(0, first, label="wrong-answer", mutation="responses-wrong-shape",
                                      bind=[state(begin), answers(begin, "wrong-shape", index=knob)])
         elif scenario == "undeclared":
             params["retry"] = b.call(0, Call(first.method, copy.deepcopy(first.params), {}, input_schema=schema),

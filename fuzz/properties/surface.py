@@ -73,6 +73,7 @@ class Surface:
     triggers: list[MrtrTrigger] = field(default_factory=list)
     handles: HandleFlow | None = None
     notes: list[str] = field(default_factory=list)
+    withheld_tools: list[str] = field(default_factory=list)  # listed, but the tool policy forbids calling them
 
     @classmethod
     def reference(cls) -> Surface:
@@ -115,8 +116,12 @@ class _Ids:
         return f"surface-{next(self._n)}"
 
 
-def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeout: float = 10.0) -> Surface:
-    """Ask a modern target what it offers; missing pieces stay empty (and are noted)."""
+def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeout: float = 10.0,
+                  may_call: Any = None) -> Surface:
+    """Ask a modern target what it offers; missing pieces stay empty (and are noted).
+
+    `may_call(tool) -> bool` (the campaign's tool policy): tools it refuses are left out of the
+    surface before anything is called, so no property and no trigger search ever calls them."""
     ids = _Ids()
     surface = Surface(versions=[version])
 
@@ -147,6 +152,12 @@ def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeo
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str):
                 break
+    if may_call is not None:
+        surface.withheld_tools = [str(t.get("name")) for t in surface.tools if not may_call(t)]
+        surface.tools[:] = [t for t in surface.tools if may_call(t)]
+        if surface.withheld_tools:
+            surface.notes.append(f"{len(surface.withheld_tools)} tool(s) withheld by the tool policy, never called: "
+                                 + ", ".join(surface.withheld_tools[:10]))
     surface.handles = _handle_flow(surface.tools)
     surface.triggers = _find_triggers(surface, call)
     if not surface.triggers:

@@ -162,6 +162,7 @@ class Core:
         self._b_200_unknown = "http-200-unknown-method" in bugs
         self._remembered: dict[str, Any] = {}
         self._called_tool = False
+        self._tool_lists_served = 0  # the tools-list-reordered mutant answers every other list reversed
         self._last_http_id: Any = None
         self._session_counter = 0
         # Set by the stdio adapter: ids of requests whose answers are not yet written, so a second
@@ -359,7 +360,14 @@ class Core:
         if "cursor" in ctx.params:
             start = self._tools_offset(ctx.params["cursor"], len(all_tools))
         end = start + catalog.TOOLS_PAGE_SIZE
-        result: dict[str, Any] = {"resultType": "complete", "tools": all_tools[start:end],
+        if "tool-name-invalid" in self.bugs:  # the mutant: a name with a space in it (TOOL-06)
+            all_tools = [*all_tools, {**catalog.TOOLS[0], "name": "echo text"}]
+        page = all_tools[start:end]
+        if "tools-list-reordered" in self.bugs:  # the mutant: the same tools, another order (TOOL-03)
+            self._tool_lists_served += 1
+            if self._tool_lists_served % 2 == 0:
+                page = page[::-1]
+        result: dict[str, Any] = {"resultType": "complete", "tools": page,
                                   "ttlMs": catalog.LIST_TTL_MS, "cacheScope": "public"}
         if end < len(all_tools):
             result["nextCursor"] = _b64e(f"tools:{end}")
@@ -388,6 +396,9 @@ class Core:
         if "list-changes-after-call" in self.bugs:
             self._called_tool = True
         result = fn(self, ctx, args)
+        if "structured-without-text" in self.bugs and "structuredContent" in result:
+            # the mutant: structuredContent with no text block at all (TOOL-12)
+            result = {**result, "content": []}
         ctx.log("info", {"tool": name, "outcome": "error" if result.get("isError") else result["resultType"]})
         return result
 

@@ -207,6 +207,9 @@ class _Conn(asyncio.Protocol):
             self._write(403, b"application/json", _FORBIDDEN % b"Host not allowed")
             return
         if self.parser.get_method() != b"POST":
+            if "http-get-200" in self.shared.core.bugs:  # the mutant (targets/mutants)
+                self._write(200, b"text/event-stream", b"")
+                return
             self._write(405, None, b"", extra=b"Allow: POST\r\n")
             return
         if self.body_len > MAX_BODY:
