@@ -114,7 +114,8 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
                 continue
             what = "a fresh input_required" if input_required else "a result"
             bad(f"{label} was served ({what})", f"expected {exp.kind}", i, exp.served_strength)
-    if not answers and not allows.silence and _silent(x, pair) and not _refused_by_status(x, pair, exp):
+    if not answers and not pair.maybe_answered and not allows.silence and _silent(x, pair) \
+            and not _refused_by_status(x, pair, exp):
         died = x.died_unasked(pair.proc, pair.index) if x.transport == "stdio" else None
         if died is not None and strength != "MUST":
             pass  # no answer withheld: the process ended, which liveness reports (a robustness call)
@@ -233,8 +234,8 @@ def _sentinel_failure(x: Exchange, sentinel: Pair) -> str | None:
             continue
         if event.kind == "closed":
             return "the server closed its output and never answered the next request"
-        if event.kind == "timeout" and event.note.endswith(f"id {sentinel.sent.id!r}"):
-            return f"the next request was not answered ({event.note})"
+        if event.kind == "timeout" and event.ref == sentinel.index:
+            return f"the next request was not answered ({event.note or 'timeout'})"
         if event.kind == "error" and "broken pipe" in event.note:
             return f"the next request could not be delivered ({event.note})"
     return None
@@ -263,7 +264,7 @@ def expect_liveness(x: Exchange) -> list[Violation]:
         if why is None:
             continue
         # The culprit: the first probe after the last one that was still answered.
-        answered = [k for k, (p, _) in enumerate(probes) if p.responses]
+        answered = [k for k, (p, _) in enumerate(probes) if p.responses or p.maybe_answered]
         pair, exp = probes[answered[-1] + 1] if answered and answered[-1] + 1 < len(probes) else probes[0]
         out.append(Violation(exp.rule, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
                              pair.method, sentinel_index))

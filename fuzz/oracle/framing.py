@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fuzz.oracle.exchange import Exchange, Pair
+from fuzz.oracle.exchange import Exchange, Pair, id_may_be_unread
 from fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
 from fuzz.oracle.model import BOTH_ERAS, Violation, rule
 
@@ -75,13 +75,14 @@ def _cancelled_ids(x: Exchange, pair: Pair) -> bool:
 
 def _unanswered(x: Exchange, pair: Pair) -> str | None:
     """Why a readable request provably got no answer, or None when the transcript cannot tell."""
-    if pair.responses or pair.method == "subscriptions/listen" or _cancelled_ids(x, pair):
+    if pair.responses or pair.maybe_answered or pair.method == "subscriptions/listen" or _cancelled_ids(x, pair):
         return None
+    timeout = x.timed_out(pair)
     if x.transport == "http":
+        if timeout is not None:
+            return f"no response before the deadline ({timeout.note or 'timeout'})"
         for i in pair.http:
             event = x.events[i]
-            if event.kind == "timeout":
-                return f"no response before the deadline ({event.note or 'timeout'})"
             if event.kind == "http" and event.status is not None and 200 <= event.status < 300:
                 return f"HTTP {event.status} without a JSON-RPC response"
             if event.kind == "closed" and "without the response" in event.note:
@@ -92,9 +93,8 @@ def _unanswered(x: Exchange, pair: Pair) -> str | None:
         return None  # the harness reused the id (RPC-05 probe): which frame was answered is unknowable
     if x.died_unasked(pair.proc, pair.index) is not None:
         return "the process exited by itself before answering"
-    for event in x.events[pair.index + 1 :]:
-        if event.proc == pair.proc and event.kind == "timeout" and event.note.endswith(f"id {pair.sent.id!r}"):
-            return f"no response before the deadline ({event.note})"
+    if timeout is not None:
+        return f"no response before the deadline ({timeout.note or 'timeout'})"
     return None
 
 
@@ -158,7 +158,8 @@ def rpc_07(x: Exchange) -> list[Violation]:
                 out.append(Violation("RPC-07", "MUST", "error carries a different id than the request",
                                      f"request id {describe(sent.id) if sent.has_id else '<none>'}, "
                                      f"error id {describe(said.id)}", pair.method, i))
-            elif sent.id_readable and sent.envelope_ok and x.events[i].status not in TRANSPORT_REJECTIONS:
+            elif sent.id_readable and sent.envelope_ok and x.events[i].status not in TRANSPORT_REJECTIONS \
+                    and not id_may_be_unread(pair.event.raw):
                 # §18.4 lets absent/null stand only for an id that could not be read.
                 out.append(Violation("RPC-07", "MUST", "error omits a readable request id",
                                      f"request id {describe(sent.id)}", pair.method, i))
