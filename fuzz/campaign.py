@@ -270,6 +270,10 @@ class _Budget(BaseException):  # noqa: N818 - a control-flow signal
     """The job's time is up: leaves Hypothesis at once, keeping what was found."""
 
 
+class _Stopped(BaseException):  # noqa: N818 - a control-flow signal
+    """The target stopped answering (Run.stopped_answering): reported once, the property ends."""
+
+
 class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error to report
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
@@ -283,6 +287,7 @@ class _JobState:
     cache: dict[bytes, tuple[type[_Failure], str]] = field(default_factory=dict)
     passed: set[bytes] = field(default_factory=set)
     harness_error: str = ""
+    stopped: str = ""  # why the target stopped answering, once it did
 
 
 def open_database(spec: str | None) -> ExampleDatabase | None:
@@ -396,6 +401,9 @@ def run_job(
         # bugs of their own, other examples make them primary (often they are consequences of it).
         sink.record(evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
                                  hypothesis_version=version, note=note, confirmed=confirmed))
+        if run.stopped_answering is not None:
+            state.stopped = run.stopped_answering
+            raise _Stopped()  # filed once above; more examples would only time out again
         if not confirmed:
             state.passed.add(key)
             return None
@@ -419,6 +427,8 @@ def run_job(
         seeded()
     except _Budget:
         note = "stopped at its time share"
+    except _Stopped:
+        note = "stopped: the target stopped answering (reported once)"
     except _Abort:
         error = state.harness_error or "the harness could not continue"
     except _Failure:

@@ -22,9 +22,13 @@ def _batch_sent_before(x: Exchange, recv: int) -> bool:
     return any(p.index < recv and p.proc == event.proc and p.sent.kind == "batch" for p in x.pairs)
 
 
-@rule("RPC-01", "MUST", "every server message is a JSON-RPC 2.0 message", eras=BOTH_ERAS)
+@rule("RPC-01", "MUST", "every server message is a JSON-RPC 2.0 message; every request gets a response",
+      eras=BOTH_ERAS)
 def rpc_01(x: Exchange) -> list[Violation]:
-    out: list[Violation] = []
+    """RPC-01 brings in JSON-RPC 2.0, whose server MUST reply to every request (all but
+    notifications) and whose messages have one shape. A request with a readable id and a sound
+    envelope that got nothing is filed here, under the server's own duty (see `unanswered`)."""
+    out: list[Violation] = unanswered(x)
     for i, said in x.said.items():
         msg = said.message
         if isinstance(msg, list) and _batch_sent_before(x, i):
@@ -98,6 +102,29 @@ def _unanswered(x: Exchange, pair: Pair) -> str | None:
     return None
 
 
+def unanswered(x: Exchange) -> list[Violation]:
+    """RPC-01 (JSON-RPC 2.0: "the Server MUST reply with a Response" to every request): a request
+    with a readable id in a sound envelope that provably got nothing.
+
+    The process exiting by itself before answering proves the reply was never sent: MUST. A
+    deadline passing proves less (the deadline is the harness's; CAN-08 has clients time out,
+    the spec sets no number): SHOULD, which still fails a campaign by default. A duplicate id in
+    flight (RPC-05: the server's reaction is UNSPEC), a cancelled request (CAN-04) and a listen
+    stream (open by design) are never reported.
+    """
+    out: list[Violation] = []
+    for pair in x.pairs:
+        if not (pair.sent.kind == "request" and pair.sent.id_readable and pair.sent.envelope_ok):
+            continue
+        why = _unanswered(x, pair)
+        if why is None:
+            continue
+        proof = x.transport == "stdio" and x.died_unasked(pair.proc, pair.index) is not None
+        out.append(Violation("RPC-01", "MUST" if proof else "SHOULD", "request never answered", why,
+                             pair.method, pair.index))
+    return out
+
+
 @rule("RPC-06", "MUST", "a result carries its request's id and an object; every request is answered once",
       eras=BOTH_ERAS)
 def rpc_06(x: Exchange) -> list[Violation]:
@@ -124,10 +151,6 @@ def rpc_06(x: Exchange) -> list[Violation]:
                 out.append(Violation("RPC-06", "MUST", "result does not carry the request's id",
                                      f"request id {describe(pair.sent.id) if pair.sent.has_id else '<none>'}, "
                                      f"result has {got}", pair.method, i))
-        if pair.sent.kind == "request" and pair.sent.id_readable and pair.sent.envelope_ok:
-            why = _unanswered(x, pair)
-            if why is not None:
-                out.append(Violation("RPC-06", "HEURISTIC", "request never answered", why, pair.method, pair.index))
     for i, reason in x.orphans:
         said = x.said[i]
         if reason == "null-id":

@@ -28,12 +28,29 @@ def _oracle_era(era: str) -> str:
 
 def judge_run(prop: Property, run: Run, ctx: Context) -> list[Violation]:
     """Every violation of the run: the property's own first (it is what the property is for)."""
-    own = list(prop.check(run, ctx))
+    own = rpc_01_target_stopped_answering(run) + list(prop.check(run, ctx))
     run.own = set(own)
     seen = {(v.rule, v.event_index) for v in own}
     rest = [v for v in oracle_judge(run, ctx) if (v.rule, v.event_index) not in seen]
     rest.sort(key=lambda v: strength_rank(v.strength))
     return own + rest
+
+
+def rpc_01_target_stopped_answering(run: Run) -> list[Violation]:
+    """RPC-01 (JSON-RPC 2.0: every request gets a response), judged over the whole run: the
+    executor saw a request go unanswered and then a server/discover on the same live process go
+    unanswered too. SHOULD, as any deadline-based silence (the deadline is ours). One violation
+    per run, at the first unanswered step, so the campaign reports it once and stops the property."""
+    why = run.stopped_answering
+    if why is None:
+        return []
+    proc = next(iter(run.stalled))
+    steps = [k for k in sorted(run.sends) if run.case.steps[k].proc == proc and k not in run.responses
+             and run.case.steps[k].wait == "response"]
+    at = run.sends[steps[0]] if steps else None
+    frame = run.frames.get(steps[0]) if steps else None
+    method = frame.get("method") if isinstance(frame, dict) and isinstance(frame.get("method"), str) else None
+    return [Violation("RPC-01", "SHOULD", "target stopped answering", why, method, at)]
 
 
 def primary(violations: Sequence[Violation], run: Run | None = None) -> Violation:
