@@ -267,27 +267,3 @@ def in_flight_groups(x: Exchange) -> list[list[Pair]]:
         open_by_key[key] = group
         groups.append(group)
     return [g for g in groups if len(g) > 1]
-
-
-@rule("RPC-05", "HEURISTIC", "two requests sharing an id in flight are not both served under that id (stdio)",
-      eras=BOTH_ERAS, scope="transcript")
-def rpc_05(x: Exchange) -> list[Violation]:
-    """RPC-05 forbids the client to reuse an id in flight and leaves the server's reaction open.
-    A server that serves both hands the client two results under one id, which no client can tell
-    apart (JSON-RPC promises no order); refusing the later one with an error keeps them apart.
-    A judgement on robustness, never more than HEURISTIC. Over HTTP every POST is its own exchange."""
-    if x.transport != "stdio":
-        return []
-    out: list[Violation] = []
-    for group in in_flight_groups(x):
-        served = [(p, i) for p in group for i, said in x.answers(p) if said.kind == "result"]
-        if len({p.index for p, _ in served}) < 2:
-            continue
-        at = max(i for _, i in served)
-        methods = sorted({str(p.method) for p, _ in served})
-        out.append(Violation(
-            "RPC-05", "HEURISTIC", "two requests with the same id in flight were both served under that id",
-            f"{len(served)} results under id {describe(group[0].sent.id)} ({', '.join(methods)}); the client "
-            "cannot tell which answers which (refusing the duplicate with an error would)",
-            group[0].method, at))
-    return out

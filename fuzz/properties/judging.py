@@ -66,7 +66,8 @@ def primary(violations: Sequence[Violation], run: Run | None = None) -> Violatio
 
     def rank(i: int) -> tuple[int, int, int, int]:
         v = violations[i]
-        return (strength_rank(v.strength), 0 if v in own else 1, 0 if v.rule in probed else 1, i)
+        return (strength_rank(v.strength), 0 if v in own else 1,
+                0 if v.rule in probed or v.probe_rule in probed else 1, i)
 
     return violations[min(range(len(violations)), key=rank)]
 
@@ -85,7 +86,7 @@ def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
         # A mutation explains a violation of the rule it probes, or of the property's own
         # check; an unrelated rule broken on the same frame belongs to no mutation.
         probed = s.expect.get("rule") if isinstance(s.expect, dict) else getattr(s.expect, "rule", None)
-        if s.mutation is not None and (v in run.own or probed == v.rule):
+        if s.mutation is not None and (v in run.own or probed in (v.rule, v.probe_rule)):
             mutation = s.mutation
         if method is None:
             frame = run.frames.get(step)
@@ -121,7 +122,8 @@ def _probing_step(run: Run, v: Violation) -> int | None:
     for k, step in enumerate(run.case.steps):
         probed = step.expect.get("rule") if isinstance(step.expect, dict) else None
         idx = run.sends.get(k)
-        if probed == v.rule and idx is not None and idx <= limit:
+        matches = probed == v.probe_rule and step.mutation == v.probe if v.probe_rule else probed == v.rule
+        if matches and idx is not None and idx <= limit:
             best = k
     return best
 
