@@ -52,7 +52,7 @@ def reply(line: bytes) -> dict[str, Any] | None:
         return error(None, -32600, "Invalid Request: bad id")
     params = msg.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict) or "io.modelcontextprotocol/protocolVersion" not in meta \
+    if not isinstance(meta, dict) or not isinstance(meta.get("io.modelcontextprotocol/protocolVersion"), str) \
             or not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict):
         return error(rid, -32602, "Invalid params: _meta protocolVersion and clientCapabilities are required")
     version = meta["io.modelcontextprotocol/protocolVersion"]
@@ -65,7 +65,7 @@ def reply(line: bytes) -> dict[str, Any] | None:
         return result(rid, {"supportedVersions": [MODERN], "capabilities": {}, "ttlMs": 0, "cacheScope": "public"})
     if method == "ping":
         return result(rid, {})
-    return error(rid, -32601, f"Method not found: {method}")
+    return error(rid, -32601, "Method not found")
 
 
 def write(msg: dict[str, Any]) -> None:

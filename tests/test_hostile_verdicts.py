@@ -1,0 +1,86 @@
+"""The hostile corpus (tests/hostile/): tiny stdio servers, each wrong in one way a real server
+has been, and the verdict each must get from a real campaign. The base they bend is itself a
+correct server and must draw nothing, so every verdict here is the bug's, not the corpus's."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fuzz_support import PYTHON, last_line, run_cli
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+
+
+def _campaign(tmp_path: Path, server: str, *args: str, timeout: float = 240.0) -> tuple[int, list[dict[str, Any]], float]:
+    out = tmp_path / server
+    target = "stdio:" + shlex.join([PYTHON, str(HOSTILE / f"{server}.py")])
+    started = time.monotonic()
+    proc = run_cli("fuzz", "--target", target, "--seed", "1", "--out", str(out), *args, timeout=timeout)
+    elapsed = time.monotonic() - started
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    findings = orjson.loads((out / "findings.json").read_bytes())["findings"]
+    assert last_line(proc.stdout).startswith("fuzz: "), proc.stdout
+    return proc.returncode, findings, elapsed
+
+
+def _kinds(findings: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(f["rule"], f["strength"], f["title"]) for f in findings}
+
+
+def test_the_correct_base_draws_no_finding(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "_base", "--properties", "valid,framing,ids", "--max-examples", "60")
+    assert (code, findings) == (0, [])
+
+
+def test_answers_once_then_hangs_is_reported_once_in_bounded_time(tmp_path: Path) -> None:
+    code, findings, elapsed = _campaign(tmp_path, "once_then_hang", "--properties", "valid",
+                                        "--max-examples", "50", "--timeout", "2")
+    assert code == 1
+    assert _kinds(findings) == {("RPC-01", "SHOULD", "target stopped answering")}, findings
+    assert len(findings) == 1
+    # 50 examples of timeouts would take minutes; the campaign stops the property at the first.
+    assert elapsed < 120, elapsed
+
+
+def test_drops_idless_errors_is_rpc_01_silence_toward_malformed_frames(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "drops_idless", "--properties", "framing", "--max-examples", "40")
+    assert code == 1
+    assert findings, "silence toward malformed frames went unseen"
+    # The server's duty (JSON-RPC 2.0's error response, via RPC-01), never the rule the probe broke.
+    assert {f["rule"] for f in findings} == {"RPC-01"}, findings
+    assert all(f["title"].endswith("got no reply") for f in findings), findings
+    assert all(f["mutation"] for f in findings), findings
+
+
+@pytest.mark.slow  # every cross-wired answer costs a deadline
+def test_answers_with_another_id_is_rpc_06(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "other_id", "--properties", "valid", "--max-examples", "3",
+                                  "--timeout", "1")
+    assert code == 1
+    assert ("RPC-06", "MUST", "response id matches no request sent to this process") in _kinds(findings), findings
+
+
+def test_closes_mid_frame_is_an_unanswered_request(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "closes_mid_frame", "--properties", "valid", "--max-examples", "5")
+    assert code == 1
+    assert ("RPC-01", "MUST", "request never answered") in _kinds(findings), findings
+
+
+@pytest.mark.slow
+def test_slow_server_is_clean_within_its_deadline(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "slow", "--properties", "valid", "--max-examples", "2",
+                                  "--timeout", "5")
+    assert (code, findings) == (0, [])
+
+
+@pytest.mark.slow
+def test_slow_server_past_the_deadline_is_unanswered(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "slow", "--properties", "valid", "--max-examples", "3",
+                                  "--timeout", "1")
+    assert code == 1
+    assert {f["rule"] for f in findings} == {"RPC-01"}, findings
