@@ -77,6 +77,7 @@ class Exchange:
     transcript: Transcript
     era: Era = "modern"
     expectations: Mapping[int, Expectation] = field(default_factory=dict)
+    dual: bool = False  # the target serves both eras (the probe said so): see dual_era_excuses
     sent: dict[int, Sent] = field(default_factory=dict)
     said: dict[int, Said] = field(default_factory=dict)
     pairs: list[Pair] = field(default_factory=list)
@@ -138,6 +139,32 @@ class Exchange:
         return capability in self.server_capabilities
 
 
+def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
+    """The dual-era policy, in one place: why a dual-era target may serve this frame by 2025-era
+    rules (VER-05, HDR-02's exception), or None. Every rule and expectation that judges a frame
+    outside the modern protocol asks this and, when excused, judges survival only.
+
+    Outside the modern protocol: a legacy method (initialize), a legacy protocolVersion, no
+    protocolVersion claim at all (no params, no _meta, or no key), legacy traffic on its process
+    or session, over HTTP no MCP-Protocol-Version header, or an expectation marked modern-only.
+    """
+    if not x.dual:
+        return None
+    sent = pair.sent
+    exp = x.expectations.get(pair.index)
+    if exp is not None and exp.modern_only:
+        return "the probe frame is outside the modern protocol, which a dual-era server may read as legacy"
+    if sent.kind not in ("request", "notification"):
+        return None
+    if pair.method in LEGACY_OPENERS or sent.legacy:
+        return "legacy-era traffic, which a dual-era server serves by 2025-era rules (VER-05)"
+    if sent.version_missing:
+        return "no protocolVersion claim, which a dual-era server may read as a 2025-era request"
+    if x.transport == "http" and pair.headers is not None and header(pair.headers, "MCP-Protocol-Version") is None:
+        return "no MCP-Protocol-Version header, which HDR-02 lets a dual-era server read as 2025-03-26"
+    return None
+
+
 def _harness_ended(event: Event) -> bool:
     """An event recording that the harness itself closed the server's stdin (a driver that
     records `close_stdin` says so in the note), after which exiting is the server's right."""
@@ -153,10 +180,11 @@ def build_exchange(
     era: Era = "modern",
     expectations: Mapping[int, Expectation] | None = None,
     discover: Mapping[str, Any] | None = None,
+    dual: bool = False,
 ) -> Exchange:
     """Classify and pair everything once. `discover` is a DiscoverResult the caller already has
     (the era probe's): its supportedVersions and capabilities count as if seen in the transcript."""
-    x = Exchange(transcript, era, dict(expectations or {}))
+    x = Exchange(transcript, era, dict(expectations or {}), dual=dual)
     events = transcript.events
     for i, event in enumerate(events):
         if event.kind == "send":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fuzz.oracle.exchange import Exchange, Pair, id_may_be_unread
 from fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
-from fuzz.oracle.model import BOTH_ERAS, Violation, rule
+from fuzz.oracle.model import BOTH_ERAS, Expectation, Violation, rule
 
 # HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
 # their optional error body has no id (HTTP-12, HTTP-13; the others are UNSPEC).
@@ -120,9 +120,24 @@ def unanswered(x: Exchange) -> list[Violation]:
         if why is None:
             continue
         proof = x.transport == "stdio" and x.died_unasked(pair.proc, pair.index) is not None
+        probe = _probe_before(x, pair)
         out.append(Violation("RPC-01", "MUST" if proof else "SHOULD", "request never answered", why,
-                             pair.method, pair.index))
+                             pair.method, pair.index, probe=probe.mutation if probe else None,
+                             probe_rule=probe.rule if probe else None))
     return out
+
+
+def _probe_before(x: Exchange, pair: Pair) -> Expectation | None:
+    """The probe frame after which this process answered nothing more, when there is one: the
+    silence is then the server's reaction to that probe, and the finding names it."""
+    for other in reversed(x.pairs):
+        if other.index >= pair.index or other.proc != pair.proc:
+            continue
+        if other.index in x.expectations:
+            return x.expectations[other.index]
+        if other.responses:
+            return None
+    return None
 
 
 @rule("RPC-06", "MUST", "a result carries its request's id and an object; every request is answered once",

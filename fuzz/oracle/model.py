@@ -144,6 +144,7 @@ class Expectation:
     eras: frozenset[Era] = MODERN
     forbid_headers: frozenset[str] = frozenset()
     served_strength: Strength | None = None
+    modern_only: bool = False  # holds for a modern-only server; a dual-era one may read the frame as legacy
 
     def __post_init__(self) -> None:
         # Callers pass lists or sets from JSON; keep the dataclass hashable and comparable.
@@ -177,9 +178,10 @@ class Expectation:
         "modern-only" expectation holds only in the modern era, "client-rejects" (a server->client
         frame) judges nothing but survival.
 
-        `dual`: the target serves both eras (the probe said so). A "modern-only" expectation (a
-        legacy method, a legacy version, no MCP-Protocol-Version header) then judges survival
-        only: such a server may serve the frame by 2025-era rules (VER-05, HDR-02's exception).
+        A "modern-only" expectation (a legacy method, a legacy version, no MCP-Protocol-Version
+        header) is marked `modern_only`; what a dual-era server may do with such a frame is
+        decided by the oracle in one place (`fuzz.oracle.exchange.dual_era_excuses`), the same
+        way for every rule. `dual` is accepted for older callers and no longer changes anything.
         """
         kind = expect.reply if expect.reply != "client-rejects" else "any"
         codes = expect.allowed_codes(transport) if hasattr(expect, "allowed_codes") else expect.codes
@@ -187,7 +189,7 @@ class Expectation:
         served = getattr(expect, "served_strength", None)
         modern_only = getattr(expect, "only_if", None) == "modern-only"
         statuses = frozenset(expect.http_statuses or ())
-        if (dual and modern_only) or rule in UNSPEC_REACTIONS:
+        if rule in UNSPEC_REACTIONS:
             kind, strength, served, statuses = "any", "HEURISTIC", None, frozenset()
         # JSON-RPC and stdio framing hold in both eras; everything else is 2026-07-28 semantics.
         era_free = rule.startswith(("RPC-", "STDIO-")) and rule != "RPC-13"
@@ -196,7 +198,7 @@ class Expectation:
             kind=kind, rule=rule, codes=frozenset(codes or ()), statuses=statuses,
             strength=strength, mutation=mutation, sentinel=sentinel, eras=eras,  # type: ignore[arg-type]
             forbid_headers=frozenset(getattr(expect, "forbid_headers", ()) or ()),
-            served_strength=_strength(served) if served is not None else None,
+            served_strength=_strength(served) if served is not None else None, modern_only=modern_only,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -205,6 +207,7 @@ class Expectation:
             "statuses": sorted(self.statuses), "strength": self.strength, "mutation": self.mutation,
             "sentinel": self.sentinel, "eras": sorted(self.eras), "forbid_headers": sorted(self.forbid_headers),
             **({"served_strength": self.served_strength} if self.served_strength is not None else {}),
+            **({"modern_only": True} if self.modern_only else {}),
         }
 
     @classmethod
@@ -214,7 +217,7 @@ class Expectation:
             statuses=frozenset(data.get("statuses", ())), strength=data.get("strength", "MUST"),
             mutation=data.get("mutation"), sentinel=data.get("sentinel", True),
             eras=frozenset(data.get("eras", MODERN)), forbid_headers=frozenset(data.get("forbid_headers", ())),
-            served_strength=data.get("served_strength"),
+            served_strength=data.get("served_strength"), modern_only=bool(data.get("modern_only", False)),
         )
 
 

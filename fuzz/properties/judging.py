@@ -19,7 +19,8 @@ from fuzz.properties.executor import Run
 def oracle_judge(run: Run, ctx: Context) -> list[Violation]:
     from fuzz.oracle import judge
 
-    return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run)))
+    return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run),
+                      dual=bool(getattr(ctx, "dual", False))))
 
 
 def _oracle_era(era: str) -> str:
