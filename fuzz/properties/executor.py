@@ -97,6 +97,22 @@ class Run:
     stalled: dict[int, str] = field(default_factory=dict)
     own: set[Any] = field(default_factory=set)  # the property's own violations (set by judging)
     run_values: dict[str, Any] = field(default_factory=lambda: {"nonce": uuid.uuid4().hex[:12]})
+    _exchange: Any = None  # the oracle's pairing of this run's transcript, built once on first use
+
+    @property
+    def exchange(self) -> Any:
+        """The transcript classified and paired by the oracle (`fuzz.oracle.exchange`): the one
+        pairing of frames and answers that properties read once the run is over."""
+        if self._exchange is None:
+            from fuzz.oracle.exchange import build_exchange
+
+            self._exchange = build_exchange(self.transcript)
+        return self._exchange
+
+    def pair(self, step: int) -> Any:
+        """The exchange's Pair for a step's frame (None when the step was not sent)."""
+        idx = self.sends.get(step)
+        return None if idx is None else self.exchange.pair_at.get(idx)
 
     def response(self, step: int) -> Any:
         return self.responses.get(step)
@@ -115,13 +131,10 @@ class Run:
 
     def status(self, step: int) -> int | None:
         """HTTP status of the answer to a step (None on stdio or when none came)."""
-        idx = self.sends.get(step)
-        if idx is None or self.transcript.transport != "http":
+        pair = self.pair(step)
+        if pair is None or self.transcript.transport != "http":
             return None
-        for event in self.transcript.events[idx + 1 :]:
-            if event.ref == idx and event.status is not None:
-                return event.status
-        return None
+        return self.exchange.status_of(pair)
 
     @property
     def stopped_answering(self) -> str | None:

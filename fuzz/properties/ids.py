@@ -21,7 +21,6 @@ from fuzz.properties.base import Context, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, id_styles
 from fuzz.properties.executor import Run
-from targets import wire
 
 # What identifies each method's result, so an answer can be told apart from another's.
 RESULT_MARK = {
@@ -102,12 +101,10 @@ class IdsProperty(Property):
     def _check_http(self, run: Run, group: list[int]) -> list[Violation]:
         out: list[Violation] = []
         for k in group:
-            idx = run.sends[k]
             frame = run.frames.get(k) or {}
-            for i, event in enumerate(run.transcript.events):
-                if event.ref != idx or event.kind != "recv" or not wire.is_response(event.message):
-                    continue
-                result = event.message.get("result")
+            pair = run.pair(k)
+            for i, said in (run.exchange.answers(pair) if pair is not None else ()):
+                result = said.result
                 if isinstance(result, dict):
                     other = _whose(result, run, group)
                     if not _answers(frame, result) and other is not None and other != k:
