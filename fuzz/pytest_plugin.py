@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from fuzz.oracle.model import Violation
 
 TARGET_ENV = "MCP_GAUNTLET_TARGET"
 
@@ -75,8 +78,8 @@ class McpSession:
         if violations:
             self.endpoint.discard_warm()
             main = primary(violations, run)
-            lines = [f"{main.strength} {main.rule}: {main.title}", main.detail, "", "violations:"]
-            lines += [f"  {v.strength} {v.rule}: {v.title} {v.detail}" for v in violations]
+            lines = [f"{main.strength} {main.rule}: {main.title}{_probe_note(main)}", main.detail, "", "violations:"]
+            lines += [f"  {v.strength} {v.rule}: {v.title}{_probe_note(v)} {v.detail}" for v in violations]
             lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
             raise AssertionError("\n".join(lines))
 
@@ -102,3 +105,8 @@ def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
         yield session
     finally:
         session.close()
+
+
+def _probe_note(v: Violation) -> str:
+    """How the fuzzer provoked a violation: the probe and the rule that probe frame breaks."""
+    return f" (probe {v.probe}, which breaks {v.probe_rule})" if v.probe_rule else ""
