@@ -84,3 +84,42 @@ def test_slow_server_past_the_deadline_is_unanswered(tmp_path: Path) -> None:
                                   "--timeout", "1")
     assert code == 1
     assert {f["rule"] for f in findings} == {"RPC-01"}, findings
+
+
+def test_drivers_record_the_send_a_timeout_waited_for(tmp_path: Path) -> None:
+    """Timeouts are structured: `ref` is the send awaited, on stdio and over HTTP alike."""
+    import socket
+    import threading
+
+    from targets import wire
+    from targets.http_driver import HttpConnection
+    from targets.stdio_driver import start_stdio
+    from targets.transcript import Transcript
+
+    conn = start_stdio(Transcript("hang", "stdio"), [PYTHON, str(HOSTILE / "once_then_hang.py")], timeout=5.0)
+    try:
+        assert conn.request(wire.build_request(1, "server/discover"), timeout=5.0) is not None
+        assert conn.request(wire.build_request(2, "server/discover"), timeout=0.5) is None
+        events = conn.transcript.events
+        sends = [i for i, e in enumerate(events) if e.kind == "send"]
+        timeouts = [e for e in events if e.kind == "timeout"]
+        assert [e.ref for e in timeouts] == [sends[1]]
+    finally:
+        conn.close()
+
+    # An HTTP endpoint that accepts and never answers.
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True)
+    thread.start()
+    http = HttpConnection(Transcript("hang", "http"), [f"http://127.0.0.1:{server.getsockname()[1]}/mcp"],
+                          timeout=0.5)
+    try:
+        index = http.send(wire.build_request(3, "server/discover"))
+        timeouts = [e for e in http.transcript.events if e.kind == "timeout"]
+        assert timeouts and {e.ref for e in timeouts} == {index}
+    finally:
+        http.close()
+        for sock in accepted:
+            sock.close()
+        server.close()
