@@ -45,6 +45,10 @@ def test_answers_once_then_hangs_is_reported_once_in_bounded_time(tmp_path: Path
     assert len(findings) == 1
     # 50 examples of timeouts would take minutes; the campaign stops the property at the first.
     assert elapsed < 120, elapsed
+    # A request that was never answered replays as still failing, never as "no longer fails".
+    replayed = run_cli("replay", str(tmp_path / "once_then_hang" / findings[0]["repro"]), timeout=120)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "still fails" in last_line(replayed.stdout), replayed.stdout
 
 
 def test_drops_idless_errors_is_rpc_01_silence_toward_malformed_frames(tmp_path: Path) -> None:
