@@ -37,6 +37,7 @@ def test_the_correct_base_draws_no_finding(tmp_path: Path) -> None:
     assert (code, findings) == (0, [])
 
 
+@pytest.mark.slow  # ~50 s: the era probe and the first example each wait out deadlines
 def test_answers_once_then_hangs_is_reported_once_in_bounded_time(tmp_path: Path) -> None:
     code, findings, elapsed = _campaign(tmp_path, "once_then_hang", "--properties", "valid",
                                         "--max-examples", "50", "--timeout", "2")
