@@ -309,6 +309,13 @@ class _Budget(BaseException):  # noqa: N818 - a control-flow signal
     """The job's time is up: leaves Hypothesis at once, keeping what was found."""
 
 
+STOPPED_NOTE = "stopped: the target stopped answering (reported once)"
+
+
+class _Stopped(BaseException):  # noqa: N818 - a control-flow signal
+    """The target stopped answering (Run.stopped_answering): reported once, the property ends."""
+
+
 class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error to report
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
@@ -355,6 +362,7 @@ class _JobState:
     cache: dict[bytes, tuple[type[_Failure], str, str]] = field(default_factory=dict)
     passed: set[bytes] = field(default_factory=set)
     harness_error: str = ""
+    stopped: str = ""  # why the target stopped answering, once it did
     engine: list[Any] = field(default_factory=list)  # the running ConjectureRunner (hypothesis_compat)
     probes: list[ProbeOutcome] = field(default_factory=list)
 
@@ -518,6 +526,9 @@ def run_job(
         group = group_of(evidence)
         if record:
             sink.record(evidence)
+        if run.stopped_answering is not None:
+            state.stopped = run.stopped_answering
+            raise _Stopped()  # filed once above; more examples would only time out again
         if not confirmed:
             return None
         return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
@@ -527,6 +538,8 @@ def run_job(
         _coverage_phase(job, prop, ctx, state, judge)
     except _Abort:
         return _job_record(job, state, started, sink, error=state.harness_error)
+    except _Stopped:  # filed once; every further example would only time out again
+        return _job_record(job, state, started, sink, note=STOPPED_NOTE)
     except KeyboardInterrupt:
         raise Interrupted(_job_record(job, state, started, None, note="interrupted")) from None
 
@@ -601,6 +614,8 @@ def run_job(
             return "budget"
         except _Abort:
             return "abort"
+        except _Stopped:
+            return "stopped"
         except _Failure:
             return ""
         except hypothesis.errors.Unsatisfiable:
@@ -610,6 +625,8 @@ def run_job(
             if any(isinstance(e, KeyboardInterrupt) for e in flat):
                 raise KeyboardInterrupt from None
             others = [e for e in flat if not isinstance(e, _Failure)]
+            if any(isinstance(e, _Stopped) for e in others):
+                return "stopped"
             if any(isinstance(e, _Budget) for e in others):
                 return "budget"
             if others:
@@ -647,6 +664,8 @@ def run_job(
             error = state.harness_error or "the harness could not continue"
         elif ended.startswith("error: "):
             error = ended.removeprefix("error: ")
+        if ended == "stopped":
+            note = STOPPED_NOTE
     except KeyboardInterrupt:
         interrupted = True
     except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings

@@ -308,7 +308,10 @@ class HttpConnection(Connection):
                 if remaining <= 0 or not self._active_streams():
                     break
                 self._cond.wait(min(remaining, 0.1))
-        self._record("timeout", proc=min(self._procs, default=0), note=awaited or "an event matching the predicate")
+        # `ref`: the send this wait was for, so the oracle reads the timeout, not its note.
+        waited_for = since if since is not None else self._last_send
+        self._record("timeout", proc=min(self._procs, default=0), ref=waited_for,
+                     note=awaited or "an event matching the predicate")
         return None
 
     def drain(self, quiet: float = 0.2, timeout: float = 2.0) -> list[Event]:

@@ -220,7 +220,10 @@ class StdioConnection(Connection):
             if self._eof:
                 return None
             if time.monotonic() >= deadline:
-                self._record("timeout", proc=self.proc, note=awaited or "an event matching the predicate")
+                # `ref`: the send this wait was for, so the oracle reads the timeout, not its note.
+                waited_for = since if since is not None else self._last_send
+                self._record("timeout", proc=self.proc, ref=waited_for,
+                             note=awaited or "an event matching the predicate")
                 return None
             self._pump(deadline)
 

@@ -26,7 +26,7 @@ EventKind = Literal[
     "http",  # an HTTP response that carried no JSON-RPC message (202, 405, empty 4xx ...)
     "noise",  # a stdout line that is not JSON (raw holds at most its first bytes)
     "oversize",  # a stdout line longer than the cap; note = its length so far
-    "timeout",  # nothing arrived before a deadline; note = what was awaited
+    "timeout",  # nothing arrived before a deadline; ref = the send it waited for; note = what was awaited
     "closed",  # the server closed stdout or the connection
     "exit",  # the process ended; status = exit status (negative: signal)
     "stderr",  # what the process wrote to stderr (tail), attached when it is reaped
@@ -45,7 +45,7 @@ class Event:
     status: int | None = None
     headers: dict[str, str] | None = None
     note: str = ""
-    ref: int | None = None  # HTTP: index of the `send` event this response answers
+    ref: int | None = None  # HTTP: the `send` this response answers; `timeout` (both): the send awaited
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "t": round(self.t, 6), "proc": self.proc}

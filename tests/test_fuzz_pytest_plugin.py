@@ -58,4 +58,5 @@ def test_suite_passes_on_the_reference(tmp_path: Path) -> None:
 def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> None:
     proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "ids")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "RPC-04" in proc.stdout and "transcript:" in proc.stdout and "-> send" in proc.stdout
+    assert "RPC-01" in proc.stdout and "which breaks RPC-04" in proc.stdout
+    assert "transcript:" in proc.stdout and "-> send" in proc.stdout

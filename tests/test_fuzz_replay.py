@@ -40,7 +40,11 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
 def test_replay_still_fails_on_the_mutant(campaign: dict) -> None:
     proc = run_cli("replay", str(campaign["repro"]), timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "still fails" in last_line(proc.stdout) and "STDIO-02" in last_line(proc.stdout)
+    # Filed under the server's duty (the request after the blank line was never answered,
+    # RPC-01); the probe that provoked it, a blank line (STDIO-02), is named beside it.
+    assert "still fails" in last_line(proc.stdout) and "RPC-01" in last_line(proc.stdout)
+    repro = orjson.loads(Path(campaign["repro"]).read_bytes())
+    assert any(v.get("probe") == "blank-line" and v.get("probe_rule") == "STDIO-02" for v in repro["violations"])
 
 
 def test_replay_passes_on_the_reference(campaign: dict, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +68,7 @@ def test_replay_json_and_show(campaign: dict, capsys: pytest.CaptureFixture[str]
     assert any("-> send" in line for line in lines)
     outcome = orjson.loads(next(line for line in lines if line.startswith("{")))
     assert outcome["still_fails"] is True and outcome["same_rule"] is True
-    assert {v["rule"] for v in outcome["violations"]} >= {"STDIO-02"}
+    assert {(v["rule"], v.get("probe_rule")) for v in outcome["violations"]} >= {("RPC-01", "STDIO-02")}
 
 
 @pytest.mark.parametrize(

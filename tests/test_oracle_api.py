@@ -78,19 +78,44 @@ def test_expectation_of_modern_era_is_not_applied_in_legacy() -> None:
 
 def test_modern_only_expectation_judges_survival_only_on_a_dual_era_target() -> None:
     """A dual-era server may serve a legacy method or a request without MCP-Protocol-Version by
-    2025-era rules (VER-05, HDR-02's exception): on such a target, a "modern-only" expectation of
-    the malformed catalogue keeps only the liveness check."""
+    2025-era rules (VER-05, HDR-02's exception): the expectation only marks itself modern-only,
+    and the oracle's one dual-era policy (`judge(..., dual=True)`) keeps only the liveness check."""
     from strategies.malformed import MUTATIONS
 
     for name in ("hdr-version-missing", "legacy-ping", "meta-version-legacy"):
         mutation = MUTATIONS[name]
-        modern = Expectation.from_expect(mutation.expect, mutation.rule, "http", mutation=name)
-        dual = Expectation.from_expect(mutation.expect, mutation.rule, "http", mutation=name, dual=True)
-        assert modern.kind == "error" and modern.strength == "MUST"
-        assert (dual.kind, dual.strength, dual.statuses, dual.sentinel) == ("any", "HEURISTIC", frozenset(), True)
+        exp = Expectation.from_expect(mutation.expect, mutation.rule, "http", mutation=name)
+        assert exp.kind == "error" and exp.strength == "MUST" and exp.modern_only
+        assert Expectation.from_json(exp.to_json()) == exp
+        # Served by legacy rules (a result without resultType): a finding for a modern-only
+        # server, nothing for a dual-era one.
+        c = Crafter("http")
+        c.spawn()
+        s = c.send(wire.build_request(1, "tools/list"))
+        c.recv({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+        assert judge(c.transcript, expectations={s: exp}) != []
+        assert [v for v in judge(c.transcript, expectations={s: exp}, dual=True) if v.probe == name] == []
     envelope = MUTATIONS["id-null"]
-    assert Expectation.from_expect(envelope.expect, "RPC-04", "stdio", dual=True) == \
-        Expectation.from_expect(envelope.expect, "RPC-04", "stdio")
+    assert not Expectation.from_expect(envelope.expect, "RPC-04", "stdio").modern_only
+
+
+def test_dual_era_policy_excuses_a_request_without_params_the_same_way_for_every_rule() -> None:
+    """A dual-era server serving `tools/list` without params by 2025-era rules: no MUST (neither
+    the probe's expectation nor META-04), and no claim that the process switched era."""
+    c = Crafter("stdio")
+    c.spawn()
+    s = c.send({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    c.recv({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}})
+    c.exchange(wire.build_request(4, "server/discover"), wire.build_result(4, {
+        "resultType": "complete", "supportedVersions": [wire.MODERN_VERSION], "capabilities": {"tools": {}},
+        "ttlMs": 0, "cacheScope": "public", "_meta": {wire.META_SERVER_INFO: {"name": "d", "version": "1"}}}))
+    exp = {s: Expectation("error", "RPC-13", codes=frozenset({-32602}), mutation="no-params")}
+    modern_only_server = judge(c.transcript, expectations=exp)
+    assert {v.rule for v in modern_only_server} >= {"META-04"}  # the duty RPC-13 falls under
+    assert all("switched" not in v.detail for v in modern_only_server)
+    assert judge(c.transcript, expectations=exp, dual=True) == []
+
+
     # A request without the version header over HTTP: open by HDR-02, so the answer is not judged
     # by modern rules (here a legacy -32601 with HTTP 200 would otherwise break HDR-05).
     c = Crafter("http")

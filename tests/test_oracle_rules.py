@@ -15,6 +15,7 @@ import pytest
 
 from fuzz.oracle import RULES, Expectation, Violation, judge
 from fuzz.oracle.craft import Crafter
+from fuzz.oracle.model import server_duty
 from targets import wire
 
 MODERN = wire.MODERN_VERSION
@@ -124,23 +125,22 @@ def _(broken: bool) -> Crafter:
     return c
 
 
-# RPC-05
-@case("RPC-05", "two requests sharing an id in flight, both served")
-def _(broken: bool) -> Crafter:
+# RPC-05: the server's reaction to a duplicate in-flight id is UNSPEC, so nothing it does is a finding.
+def test_rpc_05_two_requests_sharing_an_id_in_flight_both_served_is_no_finding() -> None:
     c = stdio()
     c.send(req(7, "tools/list"))
     c.send(req(7, "server/discover"))
     c.recv(ok(7, LIST_OK))
-    # The fix refuses the duplicate: an error keeps the two answers apart.
-    c.recv(ok(7, DISCOVER) if broken else err(7, wire.INVALID_REQUEST))
-    return c
+    c.recv(ok(7, DISCOVER))
+    assert judge(c.transcript) == []
+    assert "RPC-05" not in RULES
 
 
 def test_rpc_05_ignores_an_id_reused_after_its_answer() -> None:
     c = stdio()
     c.exchange(req(7, "tools/list"), ok(7, LIST_OK))
     c.exchange(req(7, "server/discover"), ok(7, DISCOVER))
-    assert [v for v in judge(c.transcript) if v.rule == "RPC-05"] == []
+    assert judge(c.transcript) == []
 
 
 # RPC-06
@@ -183,7 +183,7 @@ def _(broken: bool) -> Crafter:
     return c
 
 
-@case("RPC-06", "process died with a request outstanding")
+@case("RPC-01", "process died with a request outstanding")
 def _(broken: bool) -> Crafter:
     c = stdio()
     c.send(call(1))
@@ -960,12 +960,14 @@ def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
 
 
 def test_error_or_refusal_strengths_and_http_refusal() -> None:
-    silent = [v for v in _run(lambda: _null_id(None)) if v.rule == "RPC-04"]
-    assert [(v.strength, v.title) for v in silent] == [("SHOULD", "malformed frame (id-null) got no reply")]
-    served = [v for v in _run(lambda: _null_id(ok(None, LIST_OK))) if v.rule == "RPC-04"]
-    assert served and {v.strength for v in served} == {"MUST"}
+    # RPC-04 binds the client; the server's duty toward the frame is JSON-RPC 2.0's error (RPC-01).
+    silent = [v for v in _run(lambda: _null_id(None)) if v.probe_rule == "RPC-04"]
+    assert [(v.rule, v.strength, v.title, v.probe) for v in silent] == [
+        ("RPC-01", "SHOULD", "malformed frame (id-null) got no reply", "id-null")]
+    served = [v for v in _run(lambda: _null_id(ok(None, LIST_OK))) if v.probe_rule == "RPC-04"]
+    assert served and {v.strength for v in served} == {"MUST"} and {v.rule for v in served} == {"RPC-01"}
     # Over HTTP a 400 without a JSON-RPC body refuses the frame as clearly as an error does.
-    assert [v for v in _run(lambda: _null_id(None, "http", status=400)) if v.rule == "RPC-04"] == []
+    assert [v for v in _run(lambda: _null_id(None, "http", status=400)) if v.probe_rule == "RPC-04"] == []
     assert ENVELOPE == Expectation.from_json(ENVELOPE.to_json())
 
 
@@ -1064,10 +1066,10 @@ def _rule_of(v: Violation) -> str:
 def test_rule_fires_on_broken_exchange(rule_id: str, name: str, broken: Build, fixed: Build | None) -> None:
     found = _run(broken)
     expected_rule = {"EXPECT-REACTION": None, "EXPECT-LIVENESS": None}.get(rule_id, rule_id)
-    if expected_rule is None:  # expectation violations carry the probed rule's id
+    if expected_rule is None:  # expectation violations: the server's duty as rule, the probed rule apart
         c, kwargs = broken()
         probed = {e.rule for e in kwargs["expectations"].values()}
-        assert any(v.rule in probed for v in found), f"{name}: {found}"
+        assert any(v.probe_rule in probed and v.rule == server_duty(v.probe_rule) for v in found), f"{name}: {found}"
     else:
         assert expected_rule in {v.rule for v in found}, f"{rule_id} did not fire on {name}: {found}"
 

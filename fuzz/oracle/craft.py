@@ -71,6 +71,10 @@ class Crafter:
         return self._add("noise", raw=raw, note=note)
 
     def timeout(self, note: str = "", ref: int | None = None) -> int:
+        """Nothing came in time for the send `ref` (default: the last send on this process), as drivers record it."""
+        if ref is None:
+            ref = max((i for i, e in enumerate(self.transcript.events) if e.kind == "send" and e.proc == self.proc),
+                      default=None)
         return self._add("timeout", note=note, ref=ref)
 
     def closed(self) -> int:

@@ -4,8 +4,18 @@ Pairing is the oracle's hardest and most error-prone step, so it happens here an
 Over HTTP it is exact (each response carries `ref`, the index of the POST it answers). Over
 stdio it is what a client can know: a response with an id answers the oldest outstanding frame
 on the same process with that id (same value AND type); a response without a readable id answers
-the oldest outstanding frame whose id could not be read (a malformed one), and failing that the
-latest notification, which is how a reply to a notification (RPC-10) is caught.
+the one outstanding frame whose id could not be read (a malformed one, or a frame so large the
+server may refuse it before reading its id), and failing that the latest notification, which is
+how a reply to a notification (RPC-10) is caught.
+
+An id-less reply is attributed only when exactly one outstanding frame could have drawn it. When
+several could (a blank line, then a malformed frame; a frame with a raw newline is two lines), the
+reply goes to none of them: it is recorded in `Exchange.ambiguous` and every candidate is marked
+`maybe_answered`, so no rule reports silence, a wrong code or a missing id for it. A guess would
+turn a correct server's one -32700 into "the malformed frame got no reply".
+
+Timeouts are structured: a `timeout` event's `ref` is the send it waited for (both transports);
+`Exchange.timed_out(pair)` is how rules read it, never the note text.
 """
 
 from __future__ import annotations
@@ -46,6 +56,8 @@ class Pair:
     stream: list[int] = field(default_factory=list)  # HTTP: other recv events on its response (SSE)
     http: list[int] = field(default_factory=list)  # HTTP: http/noise/timeout/error events for it
     by_position: bool = False  # stdio: answered by a reply without a readable id
+    maybe_answered: bool = False  # stdio: one of several frames an id-less reply may answer
+    timeouts: list[int] = field(default_factory=list)  # `timeout` events that waited for this frame
 
     @property
     def proc(self) -> int:
@@ -65,12 +77,14 @@ class Exchange:
     transcript: Transcript
     era: Era = "modern"
     expectations: Mapping[int, Expectation] = field(default_factory=dict)
+    dual: bool = False  # the target serves both eras (the probe said so): see dual_era_excuses
     sent: dict[int, Sent] = field(default_factory=dict)
     said: dict[int, Said] = field(default_factory=dict)
     pairs: list[Pair] = field(default_factory=list)
     pair_at: dict[int, Pair] = field(default_factory=dict)
     answer_of: dict[int, int] = field(default_factory=dict)  # recv index -> send index
     orphans: list[tuple[int, OrphanReason]] = field(default_factory=list)
+    ambiguous: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # id-less recv -> candidates
     supported_versions: frozenset[str] | None = None  # union over discover results seen
     server_capabilities: dict[str, Any] | None = None  # union of keys over discover results seen
     memo: dict[str, Any] = field(default_factory=dict)  # per-exchange cache shared by the rules
@@ -86,6 +100,10 @@ class Exchange:
     def answers(self, pair: Pair) -> Iterator[tuple[int, Said]]:
         for i in pair.responses:
             yield i, self.said[i]
+
+    def timed_out(self, pair: Pair) -> Event | None:
+        """The first `timeout` recorded while waiting for this frame's answer, if any."""
+        return self.events[pair.timeouts[0]] if pair.timeouts else None
 
     def status_of(self, pair: Pair) -> int | None:
         """The HTTP status the frame got (the first recorded one), None over stdio or when unknown."""
@@ -121,6 +139,32 @@ class Exchange:
         return capability in self.server_capabilities
 
 
+def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
+    """The dual-era policy, in one place: why a dual-era target may serve this frame by 2025-era
+    rules (VER-05, HDR-02's exception), or None. Every rule and expectation that judges a frame
+    outside the modern protocol asks this and, when excused, judges survival only.
+
+    Outside the modern protocol: a legacy method (initialize), a legacy protocolVersion, no
+    protocolVersion claim at all (no params, no _meta, or no key), legacy traffic on its process
+    or session, over HTTP no MCP-Protocol-Version header, or an expectation marked modern-only.
+    """
+    if not x.dual:
+        return None
+    sent = pair.sent
+    exp = x.expectations.get(pair.index)
+    if exp is not None and exp.modern_only:
+        return "the probe frame is outside the modern protocol, which a dual-era server may read as legacy"
+    if sent.kind not in ("request", "notification"):
+        return None
+    if pair.method in LEGACY_OPENERS or sent.legacy:
+        return "legacy-era traffic, which a dual-era server serves by 2025-era rules (VER-05)"
+    if sent.version_missing:
+        return "no protocolVersion claim, which a dual-era server may read as a 2025-era request"
+    if x.transport == "http" and pair.headers is not None and header(pair.headers, "MCP-Protocol-Version") is None:
+        return "no MCP-Protocol-Version header, which HDR-02 lets a dual-era server read as 2025-03-26"
+    return None
+
+
 def _harness_ended(event: Event) -> bool:
     """An event recording that the harness itself closed the server's stdin (a driver that
     records `close_stdin` says so in the note), after which exiting is the server's right."""
@@ -136,10 +180,11 @@ def build_exchange(
     era: Era = "modern",
     expectations: Mapping[int, Expectation] | None = None,
     discover: Mapping[str, Any] | None = None,
+    dual: bool = False,
 ) -> Exchange:
     """Classify and pair everything once. `discover` is a DiscoverResult the caller already has
     (the era probe's): its supportedVersions and capabilities count as if seen in the transcript."""
-    x = Exchange(transcript, era, dict(expectations or {}))
+    x = Exchange(transcript, era, dict(expectations or {}), dual=dual)
     events = transcript.events
     for i, event in enumerate(events):
         if event.kind == "send":
@@ -150,6 +195,9 @@ def build_exchange(
             x.pair_at[i] = pair
         elif event.kind == "recv":
             x.said[i] = classify_said(event.message)
+    for i, event in enumerate(events):
+        if event.kind == "timeout" and event.ref is not None and event.ref in x.pair_at:
+            x.pair_at[event.ref].timeouts.append(i)
     if transcript.transport == "http":
         _pair_http(x)
     else:
@@ -192,15 +240,26 @@ def _pair_stdio(x: Exchange) -> None:
                 state.by_id.setdefault(id_key(sent.id), deque()).append(i)
             if sent.kind == "notification":
                 state.notifications.append(i)
-            elif not sent.id_readable or not sent.envelope_ok:
+            elif not sent.id_readable or not sent.envelope_ok or id_may_be_unread(event.raw):
                 # A frame whose id is unreadable, or readable in a broken envelope (RPC-07 lets
                 # the server answer those without the id), or a response the client should not
-                # have sent (STDIO-04): each may draw an error without an id, one per line the
-                # server sees (a raw newline inside the frame makes it two lines, two errors).
+                # have sent (STDIO-04), or one too large to read at all: each may draw an error
+                # without an id, one per line the server sees (a raw newline inside the frame
+                # makes it two lines, two errors).
                 state.unreadable.extend([i] * _lines_in(event.raw))
         elif event.kind == "recv" and x.said[i].is_response:
             state = procs.setdefault(event.proc, _ProcState())
             _attribute(x, state, i, x.said[i])
+
+
+# A frame this large may be refused by a line or body limit before its id is read (RPC-07: the
+# id could not be read); 1 MiB is the oversized-frame mutation's default and a common limit.
+LARGE_FRAME_BYTES = 1 << 20
+
+
+def id_may_be_unread(raw: bytes | None) -> bool:
+    """Whether the server may have refused this frame before reading its id (its sheer size)."""
+    return raw is not None and len(raw) >= LARGE_FRAME_BYTES
 
 
 def _lines_in(raw: bytes | None) -> int:
@@ -237,8 +296,17 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
             take(queue[0])
             return
     if not said.has_id or said.id is None or not valid_id(said.id):
-        if state.unreadable:
-            take(state.unreadable[0], by_position=True)
+        candidates = tuple(dict.fromkeys(state.unreadable))
+        if len(candidates) == 1:
+            take(candidates[0], by_position=True)
+            return
+        if candidates:
+            # Several frames could have drawn it: attribute it to none (no guess), keep the
+            # count right (one fewer reply is owed) and let no rule judge their silence.
+            x.ambiguous.append((recv, candidates))
+            state.unreadable.remove(candidates[0])
+            for send_index in candidates:
+                x.pair_at[send_index].maybe_answered = True
             return
         if state.notifications:
             take(state.notifications[-1], by_position=True)

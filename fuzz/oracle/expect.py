@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz.oracle.exchange import Exchange, Pair
+from fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
 from fuzz.oracle.facts import describe
 from fuzz.oracle.framing import in_flight_groups
 from fuzz.oracle.http import header_defects
 from fuzz.oracle.meta import defect_codes
-from fuzz.oracle.model import BOTH_ERAS, Expectation, Violation, rule
+from fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule, server_duty
 from targets import wire
 
 _DESYNC_CODES = frozenset({wire.PARSE_ERROR, wire.INVALID_REQUEST})
@@ -30,6 +30,13 @@ def _expectations(x: Exchange) -> Iterator[tuple[Pair, Expectation]]:
         pair = x.pair_at.get(index)
         if pair is not None and x.era in exp.eras:
             yield pair, exp
+
+
+def _violation(exp: Expectation, strength: Strength, title: str, detail: str, method: str | None,
+               at: int | None) -> Violation:
+    """A wrong reaction to a probe frame: filed under the server's duty, the probe named apart."""
+    return Violation(server_duty(exp.rule), strength, title, detail, method, at,
+                     probe=exp.mutation, probe_rule=exp.rule)
 
 
 def _label(exp: Expectation) -> str:
@@ -85,13 +92,13 @@ _ALLOWS: dict[str, _Allows] = {
 def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
     allows = _ALLOWS.get(exp.kind)
     if allows is None:
-        return [Violation(exp.rule, "HEURISTIC", f"unknown expectation kind {exp.kind!r}", "", pair.method, pair.index)]
+        return [_violation(exp, "HEURISTIC", f"unknown expectation kind {exp.kind!r}", "", pair.method, pair.index)]
     answers = list(x.answers(pair))
-    label, rid, strength, method = _label(exp), exp.rule, exp.strength, pair.method
+    label, strength, method = _label(exp), exp.strength, pair.method
     out: list[Violation] = []
 
     def bad(title: str, detail: str, at: int, how_strong: str | None = None) -> None:
-        out.append(Violation(rid, how_strong or strength, title, detail, method, at))  # type: ignore[arg-type]
+        out.append(_violation(exp, how_strong or strength, title, detail, method, at))  # type: ignore[arg-type]
 
     for i, said in answers:
         status = x.events[i].status
@@ -114,7 +121,8 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
                 continue
             what = "a fresh input_required" if input_required else "a result"
             bad(f"{label} was served ({what})", f"expected {exp.kind}", i, exp.served_strength)
-    if not answers and not allows.silence and _silent(x, pair) and not _refused_by_status(x, pair, exp):
+    if not answers and not pair.maybe_answered and not allows.silence and _silent(x, pair) \
+            and not _refused_by_status(x, pair, exp):
         died = x.died_unasked(pair.proc, pair.index) if x.transport == "stdio" else None
         if died is not None and strength != "MUST":
             pass  # no answer withheld: the process ended, which liveness reports (a robustness call)
@@ -154,34 +162,40 @@ def _http_reaction(x: Exchange, pair: Pair, exp: Expectation, allows: _Allows,
     label, method = _label(exp), pair.method
     allowed = exp.default_statuses()
     success = any(s.kind == "result" for _, s in answers)
+    # DIGEST 2: with several defects any listed error matching one of them stands, with the
+    # status that error is listed with (-32601 is 404, HDR-05); the probed status is not owed.
+    other = defect_codes(x, pair) - set(exp.codes)
+    if any(s.kind == "error" and s.code in other for _, s in answers):
+        allowed = allowed | {404 if any(s.code == wire.METHOD_NOT_FOUND for _, s in answers) else 400}
     for i, status in _statuses(x, pair):
         if status >= 500 and status not in exp.statuses:
-            out.append(Violation(exp.rule, "HEURISTIC", f"HTTP {status} for a {label}",
-                                 "bad input should be refused, not crash the handler", method, i))
+            out.append(_violation(exp, "HEURISTIC", f"HTTP {status} for a {label}",
+                                  "bad input should be refused, not crash the handler", method, i))
         elif allowed and status not in allowed and not (success and 200 <= status < 300
                                                         and (allows.complete or allows.input_required)):
             # A status the caller named is held at its strength; the 4xx default is only typical
             # (DIGEST 7.5 leaves most framing errors' status UNSPEC), so a miss there is a heuristic.
             strength = exp.strength if exp.statuses else "HEURISTIC"
-            out.append(Violation(exp.rule, strength, f"{label} answered with HTTP {status}",
-                                 f"expected one of {sorted(allowed) if len(allowed) < 20 else '4xx'}", method, i))
+            out.append(_violation(exp, strength, f"{label} answered with HTTP {status}",
+                                  f"expected one of {sorted(allowed) if len(allowed) < 20 else '4xx'}", method, i))
     if exp.forbid_headers:
         for i in (*pair.responses, *pair.stream, *pair.http):
             headers = x.events[i].headers or {}
             present = sorted(h for h in headers if h.lower() in exp.forbid_headers)
             if present:
-                out.append(Violation(exp.rule, exp.strength, f"{label} answered with header {present[0]}",
-                                     "this header must not come back", method, i))
+                out.append(_violation(exp, exp.strength, f"{label} answered with header {present[0]}",
+                                      "this header must not come back", method, i))
                 break
     return out
 
 
 @rule("EXPECT-REACTION", "MUST", "the reaction to a probe frame is the one its expectation names "
-      "(violations carry the probed rule's id)", eras=BOTH_ERAS, scope="transcript")
+      "(violations carry the server's duty as rule, the probed rule as probe_rule)", eras=BOTH_ERAS, scope="transcript")
 def expect_reaction(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     for pair, exp in _expectations(x):
-        out.extend(_reaction(x, pair, exp))
+        if dual_era_excuses(x, pair) is None:
+            out.extend(_reaction(x, pair, exp))
     return out
 
 
@@ -233,15 +247,15 @@ def _sentinel_failure(x: Exchange, sentinel: Pair) -> str | None:
             continue
         if event.kind == "closed":
             return "the server closed its output and never answered the next request"
-        if event.kind == "timeout" and event.note.endswith(f"id {sentinel.sent.id!r}"):
-            return f"the next request was not answered ({event.note})"
+        if event.kind == "timeout" and event.ref == sentinel.index:
+            return f"the next request was not answered ({event.note or 'timeout'})"
         if event.kind == "error" and "broken pipe" in event.note:
             return f"the next request could not be delivered ({event.note})"
     return None
 
 
 @rule("EXPECT-LIVENESS", "HEURISTIC", "after a probe frame the server still answers the next valid request "
-      "(violations carry the probed rule's id)", eras=BOTH_ERAS, scope="transcript")
+      "(violations carry the server's duty as rule, the probed rule as probe_rule)", eras=BOTH_ERAS, scope="transcript")
 def expect_liveness(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     window: dict[int, list[tuple[Pair, Expectation]]] = {}  # sentinel index -> probes before it
@@ -254,8 +268,8 @@ def expect_liveness(x: Exchange) -> list[Violation]:
         if sentinel is None:
             why = _death_without_sentinel(x, pair)
             if why:
-                out.append(Violation(exp.rule, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
-                                     pair.method, pair.index))
+                out.append(_violation(exp, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
+                                      pair.method, pair.index))
             continue
         window.setdefault(sentinel.index, []).append((pair, exp))
     for sentinel_index, probes in window.items():
@@ -263,10 +277,10 @@ def expect_liveness(x: Exchange) -> list[Violation]:
         if why is None:
             continue
         # The culprit: the first probe after the last one that was still answered.
-        answered = [k for k, (p, _) in enumerate(probes) if p.responses]
+        answered = [k for k, (p, _) in enumerate(probes) if p.responses or p.maybe_answered]
         pair, exp = probes[answered[-1] + 1] if answered and answered[-1] + 1 < len(probes) else probes[0]
-        out.append(Violation(exp.rule, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
-                             pair.method, sentinel_index))
+        out.append(_violation(exp, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
+                              pair.method, sentinel_index))
     return out
 
 

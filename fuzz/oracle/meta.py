@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.oracle.exchange import Exchange, Pair
+from fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
 from fuzz.oracle.facts import (
     KNOWN_VERSIONS,
     METHOD_CAPABILITY,
@@ -48,6 +48,8 @@ def method_may_be_unknown(x: Exchange, method: str | None) -> bool:
         return True
     if method == "server/discover":
         return False  # DISC-01: every server implements it
+    if method in ("resources/templates/list", "resources/subscribe", "resources/unsubscribe"):
+        return True  # optional within the resources capability: no rule says they exist
     capability = METHOD_CAPABILITY.get(method)
     if capability is None:
         return method == "subscriptions/listen"
@@ -111,15 +113,15 @@ def meta_04(x: Exchange) -> list[Violation]:
     legacy_read = set(x.memo.get("legacy_read", ()))
     for pair in x.pairs:
         sent = pair.sent
+        if dual_era_excuses(x, pair) is not None:
+            continue  # the dual-era policy: such a server may read this frame as 2025-era traffic
         if pair.index in legacy_read:
-            # No version claim, served by 2025-era rules: what a dual-era server may make of a frame
-            # outside the modern protocol (VER-05 names only initialize as the legacy opener), so
-            # a heuristic; on stdio the process then speaks the legacy era (META-01's concern).
+            # No version claim, served by 2025-era rules, by a server not known to serve both
+            # eras: a heuristic (VER-05 names only initialize as the legacy opener).
             i = next(i for i, said in x.answers(pair) if said.kind == "result")
-            later = " and switched the process to the legacy era" if x.transport == "stdio" else ""
             out.append(Violation("META-04", "HEURISTIC", "request without _meta protocolVersion was served by "
-                                 "2025-era rules", f"a result without resultType{later}; a 2026-07-28 "
-                                 "reading is -32602", pair.method, i))
+                                 "2025-era rules", "a result without resultType; a 2026-07-28 reading is -32602",
+                                 pair.method, i))
             continue
         if sent.kind != "request" or not sent.envelope_ok or not sent.id_readable or sent.legacy:
             continue

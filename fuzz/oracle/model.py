@@ -29,6 +29,24 @@ MODERN: Final[frozenset[Era]] = frozenset({"modern"})
 BOTH_ERAS: Final[frozenset[Era]] = frozenset({"modern", "legacy"})
 STRENGTHS: Final[tuple[Strength, ...]] = ("MUST", "SHOULD", "HEURISTIC")
 
+# Rules a probe frame breaks that bind the client alone (or bind the server only for what it
+# writes itself): the server's duty toward such a frame is JSON-RPC 2.0's error response, which
+# RPC-01 brings in. RPC-13 (a request without params) falls under META-04, as DIGEST says.
+_CLIENT_FRAMING_RULES: Final = frozenset({
+    "RPC-01", "RPC-02", "RPC-03", "RPC-04", "RPC-09", "STDIO-01", "STDIO-02", "STDIO-04",
+})
+_DUTY_OF: Final[dict[str, str]] = {"RPC-13": "META-04"}
+# Probed rules whose server-side reaction DIGEST marks UNSPEC: the reaction is never judged
+# (only survival is). RPC-05: a duplicate in-flight id; RPC-11: a batch array.
+UNSPEC_REACTIONS: Final = frozenset({"RPC-05", "RPC-11"})
+
+
+def server_duty(probe_rule: str) -> str:
+    """The server's own duty when it reacts wrongly to a frame that breaks `probe_rule`."""
+    if probe_rule in _CLIENT_FRAMING_RULES:
+        return "RPC-01"
+    return _DUTY_OF.get(probe_rule, probe_rule)
+
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -107,7 +125,8 @@ class Expectation:
         tampered requestState, MRTR-13; a null id, RPC-04).
       - "result": a result (an MRTR retry served by another process, MRTR-18).
       - "rejected": an error, or a result with isError true (invalid tool input, DIGEST 18.2).
-    rule/strength: what a wrong reaction is reported as (the rule the frame probes).
+    rule: the rule the frame probes (a wrong reaction is reported under `server_duty(rule)`,
+      with `rule` as the violation's `probe_rule`); strength: how strong that deviation is.
     served_strength: the strength of a success reply where none is allowed (default: strength).
     forbid_headers: response headers (any case) that must not come back (e.g. Mcp-Session-Id).
     sentinel: also judge liveness: the next well-formed request after this frame on the same
@@ -125,6 +144,7 @@ class Expectation:
     eras: frozenset[Era] = MODERN
     forbid_headers: frozenset[str] = frozenset()
     served_strength: Strength | None = None
+    modern_only: bool = False  # holds for a modern-only server; a dual-era one may read the frame as legacy
 
     def __post_init__(self) -> None:
         # Callers pass lists or sets from JSON; keep the dataclass hashable and comparable.
@@ -158,9 +178,10 @@ class Expectation:
         "modern-only" expectation holds only in the modern era, "client-rejects" (a server->client
         frame) judges nothing but survival.
 
-        `dual`: the target serves both eras (the probe said so). A "modern-only" expectation (a
-        legacy method, a legacy version, no MCP-Protocol-Version header) then judges survival
-        only: such a server may serve the frame by 2025-era rules (VER-05, HDR-02's exception).
+        A "modern-only" expectation (a legacy method, a legacy version, no MCP-Protocol-Version
+        header) is marked `modern_only`; what a dual-era server may do with such a frame is
+        decided by the oracle in one place (`fuzz.oracle.exchange.dual_era_excuses`), the same
+        way for every rule. `dual` is accepted for older callers and no longer changes anything.
         """
         kind = expect.reply if expect.reply != "client-rejects" else "any"
         codes = expect.allowed_codes(transport) if hasattr(expect, "allowed_codes") else expect.codes
@@ -168,7 +189,7 @@ class Expectation:
         served = getattr(expect, "served_strength", None)
         modern_only = getattr(expect, "only_if", None) == "modern-only"
         statuses = frozenset(expect.http_statuses or ())
-        if dual and modern_only:
+        if rule in UNSPEC_REACTIONS:
             kind, strength, served, statuses = "any", "HEURISTIC", None, frozenset()
         # JSON-RPC and stdio framing hold in both eras; everything else is 2026-07-28 semantics.
         era_free = rule.startswith(("RPC-", "STDIO-")) and rule != "RPC-13"
@@ -177,7 +198,7 @@ class Expectation:
             kind=kind, rule=rule, codes=frozenset(codes or ()), statuses=statuses,
             strength=strength, mutation=mutation, sentinel=sentinel, eras=eras,  # type: ignore[arg-type]
             forbid_headers=frozenset(getattr(expect, "forbid_headers", ()) or ()),
-            served_strength=_strength(served) if served is not None else None,
+            served_strength=_strength(served) if served is not None else None, modern_only=modern_only,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -186,6 +207,7 @@ class Expectation:
             "statuses": sorted(self.statuses), "strength": self.strength, "mutation": self.mutation,
             "sentinel": self.sentinel, "eras": sorted(self.eras), "forbid_headers": sorted(self.forbid_headers),
             **({"served_strength": self.served_strength} if self.served_strength is not None else {}),
+            **({"modern_only": True} if self.modern_only else {}),
         }
 
     @classmethod
@@ -195,7 +217,7 @@ class Expectation:
             statuses=frozenset(data.get("statuses", ())), strength=data.get("strength", "MUST"),
             mutation=data.get("mutation"), sentinel=data.get("sentinel", True),
             eras=frozenset(data.get("eras", MODERN)), forbid_headers=frozenset(data.get("forbid_headers", ())),
-            served_strength=data.get("served_strength"),
+            served_strength=data.get("served_strength"), modern_only=bool(data.get("modern_only", False)),
         )
 
 

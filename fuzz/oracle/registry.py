@@ -53,6 +53,7 @@ def judge(
     expectations: Mapping[int, Expectation] | None = None,
     rules: Iterable[str] | None = None,
     discover: Mapping[str, Any] | None = None,
+    dual: bool = False,
 ) -> list[Violation]:
     """Every violation in `transcript` of the rules that hold in `era`.
 
@@ -60,10 +61,11 @@ def judge(
     that frame (see `Expectation`); `rules` restricts the run to some rule ids; `discover` is
     the server's DiscoverResult when the caller has it (the probe's), which sharpens the rules
     that depend on advertised capabilities and versions (META-04, META-06, DISC-07/08). A
-    legacy-era run never reports a modern-only rule.
+    legacy-era run never reports a modern-only rule. `dual`: the target serves both eras; frames
+    outside the modern protocol are then judged by the dual-era policy (`dual_era_excuses`).
     """
     selected = _select(era, rules)
-    x = build_exchange(transcript, era=era, expectations=expectations, discover=discover)
+    x = build_exchange(transcript, era=era, expectations=expectations, discover=discover, dual=dual)
     found: list[Violation] = []
     for r in selected:
         found.extend(r.check(x))

@@ -58,6 +58,10 @@ def log_count(run: Run, step: int) -> int:
     if idx is None:
         return 0
     events = run.transcript.events
+    if run.transcript.transport == "http":
+        pair = run.pair(step)
+        return sum(1 for i in (pair.stream if pair is not None else ())
+                   if isinstance(events[i].message, dict) and events[i].message.get("method") == "notifications/message")
     sent = events[idx]
     end = run.response_events.get(step, len(events))
     count = 0
@@ -65,10 +69,7 @@ def log_count(run: Run, step: int) -> int:
         msg = event.message
         if not (event.kind == "recv" and isinstance(msg, dict) and msg.get("method") == "notifications/message"):
             continue
-        if run.transcript.transport == "http":
-            count += event.ref == idx
-        else:
-            count += event.proc == sent.proc
+        count += event.proc == sent.proc
     return count
 
 

@@ -23,6 +23,11 @@ from targets.target_spec import TargetSpec
 from targets.transcript import Transcript
 
 DEFAULT_STEP_TIMEOUT = 5.0
+# After a request went unanswered on a live process, one server/discover (which every modern
+# server answers, and a legacy one refuses with an error, both answers) tells "slow on this
+# request" from "stopped answering": this long, at most the step timeout.
+STALL_PROBE_TIMEOUT = 2.0
+STALL_PROBE_ID_PREFIX = "gauntlet-stall-probe-"
 
 
 class HarnessError(RuntimeError):
@@ -87,8 +92,27 @@ class Run:
     reused: set[int] = field(default_factory=set)  # logical procs that were warm processes
     frames: dict[int, Any] = field(default_factory=dict)  # step -> the frame actually sent
     dead: set[int] = field(default_factory=set)  # logical procs whose process ended mid-case
+    # logical proc -> why it counts as having stopped answering (an unanswered request, then an
+    # unanswered server/discover on the same live process); its later steps are not played
+    stalled: dict[int, str] = field(default_factory=dict)
     own: set[Any] = field(default_factory=set)  # the property's own violations (set by judging)
     run_values: dict[str, Any] = field(default_factory=lambda: {"nonce": uuid.uuid4().hex[:12]})
+    _exchange: Any = None  # the oracle's pairing of this run's transcript, built once on first use
+
+    @property
+    def exchange(self) -> Any:
+        """The transcript classified and paired by the oracle (`fuzz.oracle.exchange`): the one
+        pairing of frames and answers that properties read once the run is over."""
+        if self._exchange is None:
+            from fuzz.oracle.exchange import build_exchange
+
+            self._exchange = build_exchange(self.transcript)
+        return self._exchange
+
+    def pair(self, step: int) -> Any:
+        """The exchange's Pair for a step's frame (None when the step was not sent)."""
+        idx = self.sends.get(step)
+        return None if idx is None else self.exchange.pair_at.get(idx)
 
     def response(self, step: int) -> Any:
         return self.responses.get(step)
@@ -107,13 +131,16 @@ class Run:
 
     def status(self, step: int) -> int | None:
         """HTTP status of the answer to a step (None on stdio or when none came)."""
-        idx = self.sends.get(step)
-        if idx is None or self.transcript.transport != "http":
+        pair = self.pair(step)
+        if pair is None or self.transcript.transport != "http":
             return None
-        for event in self.transcript.events[idx + 1 :]:
-            if event.ref == idx and event.status is not None:
-                return event.status
-        return None
+        return self.exchange.status_of(pair)
+
+    @property
+    def stopped_answering(self) -> str | None:
+        """Why the target stopped answering during this run (None: it did not): a verdict the
+        campaign reports once and then stops the property, instead of timing out every example."""
+        return next(iter(self.stalled.values()), None)
 
     def events_after(self, step: int) -> list[Any]:
         idx = self.sends.get(step)
@@ -197,6 +224,9 @@ def _play_batch(
             # Everything after a process died would only repeat "no answer": the death is the finding.
             run.skipped[k] = "the process had ended"
             continue
+        if step.proc in run.stalled:
+            run.skipped[k] = "the process had stopped answering"
+            continue
         try:
             frame = build_frame(step, {**run.responses, RUN_SOURCE: run.run_values})
         except BindingError as exc:
@@ -227,8 +257,43 @@ def _play_batch(
         if step.wait != "response":
             continue
         _collect_response(run, conn, k, step, timeout=step.timeout or timeout)
+        if k not in run.responses and _timed_out(run, k) and endpoint.is_alive(conn):
+            why = _stall_probe(run, conn, k, timeout=min(step.timeout or timeout, STALL_PROBE_TIMEOUT))
+            if why is not None:
+                run.stalled[step.proc] = why
+                break
     if not endpoint.is_alive(conn):
         run.dead.add(steps[ready[0][0]].proc)
+
+
+def _stall_probe(run: Run, conn: Connection, k: int, *, timeout: float) -> str | None:
+    """Step `k` got no answer on a live process: does that process still answer anything?"""
+    rid = f"{STALL_PROBE_ID_PREFIX}{k}"
+    probe = wire.build_request(rid, "server/discover")
+    if conn.transport == "http":
+        idx = conn.send(probe, timeout=timeout)  # type: ignore[call-arg]  # HTTP: the POST waits itself
+    else:
+        idx = conn.send(probe)
+    answered: Any
+    if conn.transport == "http":
+        answered = any(e.kind == "recv" and wire.is_response(e.message) for e in conn.events_for(idx))
+    else:
+        answered = conn.read_until(
+            lambda e: e.kind == "recv" and wire.is_response(e.message) and same_id(e.message.get("id"), rid),
+            timeout, since=idx, awaited=f"stall probe after step {k} (id {rid!r})",
+        )
+    if answered:
+        return None
+    return (f"step {k} got no answer, and a server/discover sent after it got none within {timeout:g} s: "
+            "the target stopped answering")
+
+
+def _timed_out(run: Run, k: int) -> bool:
+    """Whether the driver recorded a deadline passing while it waited for step `k`'s answer."""
+    idx = run.sends.get(k)
+    if idx is None:
+        return False
+    return any(e.kind == "timeout" and e.ref == idx for e in run.transcript.events[idx + 1 :])
 
 
 def _headers_for(step: Step, frame: Any) -> dict[str, str] | None:

@@ -20,7 +20,8 @@ from targets import wire
 def oracle_judge(run: Run, ctx: Context) -> list[Violation]:
     from fuzz.oracle import judge
 
-    return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run)))
+    return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run),
+                      dual=bool(getattr(ctx, "dual", False))))
 
 
 def _oracle_era(era: str) -> str:
@@ -29,12 +30,29 @@ def _oracle_era(era: str) -> str:
 
 def judge_run(prop: Property, run: Run, ctx: Context) -> list[Violation]:
     """Every violation of the run: the property's own first (it is what the property is for)."""
-    own = list(prop.check(run, ctx))
+    own = rpc_01_target_stopped_answering(run) + list(prop.check(run, ctx))
     run.own = set(own)
     seen = {(v.rule, v.event_index) for v in own}
     rest = [v for v in oracle_judge(run, ctx) if (v.rule, v.event_index) not in seen]
     rest.sort(key=lambda v: strength_rank(v.strength))
     return own + rest
+
+
+def rpc_01_target_stopped_answering(run: Run) -> list[Violation]:
+    """RPC-01 (JSON-RPC 2.0: every request gets a response), judged over the whole run: the
+    executor saw a request go unanswered and then a server/discover on the same live process go
+    unanswered too. SHOULD, as any deadline-based silence (the deadline is ours). One violation
+    per run, at the first unanswered step, so the campaign reports it once and stops the property."""
+    why = run.stopped_answering
+    if why is None:
+        return []
+    proc = next(iter(run.stalled))
+    steps = [k for k in sorted(run.sends) if run.case.steps[k].proc == proc and k not in run.responses
+             and run.case.steps[k].wait == "response"]
+    at = run.sends[steps[0]] if steps else None
+    frame = run.frames.get(steps[0]) if steps else None
+    method = frame.get("method") if isinstance(frame, dict) and isinstance(frame.get("method"), str) else None
+    return [Violation("RPC-01", "SHOULD", "target stopped answering", why, method, at)]
 
 
 def primary(violations: Sequence[Violation], run: Run | None = None) -> Violation:
@@ -50,7 +68,8 @@ def primary(violations: Sequence[Violation], run: Run | None = None) -> Violatio
 
     def rank(i: int) -> tuple[int, int, int, int]:
         v = violations[i]
-        return (strength_rank(v.strength), 0 if v in own else 1, 0 if v.rule in probed else 1, i)
+        return (strength_rank(v.strength), 0 if v in own else 1,
+                0 if v.rule in probed or v.probe_rule in probed else 1, i)
 
     return violations[min(range(len(violations)), key=rank)]
 
@@ -69,7 +88,7 @@ def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
         # A mutation explains a violation of the rule it probes, or of the property's own
         # check; an unrelated rule broken on the same frame belongs to no mutation.
         probed = s.expect.get("rule") if isinstance(s.expect, dict) else getattr(s.expect, "rule", None)
-        if s.mutation is not None and (v in run.own or probed == v.rule):
+        if s.mutation is not None and (v in run.own or probed in (v.rule, v.probe_rule)):
             mutation = s.mutation
         if method is None:
             frame = run.frames.get(step)
@@ -104,7 +123,8 @@ def _probing_step(run: Run, v: Violation) -> int | None:
     for k, step in enumerate(run.case.steps):
         probed = step.expect.get("rule") if isinstance(step.expect, dict) else None
         idx = run.sends.get(k)
-        if probed == v.rule and idx is not None and idx <= limit:
+        matches = probed == v.probe_rule and step.mutation == v.probe if v.probe_rule else probed == v.rule
+        if matches and idx is not None and idx <= limit:
             best = k
     return best
 

@@ -1,0 +1,130 @@
+"""The hostile corpus (tests/hostile/): tiny stdio servers, each wrong in one way a real server
+has been, and the verdict each must get from a real campaign. The base they bend is itself a
+correct server and must draw nothing, so every verdict here is the bug's, not the corpus's."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fuzz_support import PYTHON, last_line, run_cli
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+
+
+def _campaign(tmp_path: Path, server: str, *args: str, timeout: float = 240.0) -> tuple[int, list[dict[str, Any]], float]:
+    out = tmp_path / server
+    target = "stdio:" + shlex.join([PYTHON, str(HOSTILE / f"{server}.py")])
+    started = time.monotonic()
+    proc = run_cli("fuzz", "--target", target, "--seed", "1", "--out", str(out), *args, timeout=timeout)
+    elapsed = time.monotonic() - started
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    findings = orjson.loads((out / "findings.json").read_bytes())["findings"]
+    assert last_line(proc.stdout).startswith("fuzz: "), proc.stdout
+    return proc.returncode, findings, elapsed
+
+
+def _kinds(findings: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(f["rule"], f["strength"], f["title"]) for f in findings}
+
+
+def test_the_correct_base_draws_no_finding(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "_base", "--properties", "valid,framing,ids", "--max-examples", "60")
+    assert (code, findings) == (0, [])
+
+
+@pytest.mark.slow  # ~50 s: the era probe and the first example each wait out deadlines
+def test_answers_once_then_hangs_is_reported_once_in_bounded_time(tmp_path: Path) -> None:
+    code, findings, elapsed = _campaign(tmp_path, "once_then_hang", "--properties", "valid",
+                                        "--max-examples", "50", "--timeout", "2")
+    assert code == 1
+    assert _kinds(findings) == {("RPC-01", "SHOULD", "target stopped answering")}, findings
+    assert len(findings) == 1
+    # 50 examples of timeouts would take minutes; the campaign stops the property at the first.
+    assert elapsed < 120, elapsed
+    # A request that was never answered replays as still failing, never as "no longer fails".
+    replayed = run_cli("replay", str(tmp_path / "once_then_hang" / findings[0]["repro"]), timeout=120)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "still fails" in last_line(replayed.stdout), replayed.stdout
+
+
+def test_drops_idless_errors_is_rpc_01_silence_toward_malformed_frames(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "drops_idless", "--properties", "framing", "--max-examples", "40")
+    assert code == 1
+    assert findings, "silence toward malformed frames went unseen"
+    # The server's duty (JSON-RPC 2.0's error response, via RPC-01), never the rule the probe broke.
+    assert {f["rule"] for f in findings} == {"RPC-01"}, findings
+    assert all(f["title"].endswith("got no reply") for f in findings), findings
+    assert all(f["mutation"] for f in findings), findings
+
+
+@pytest.mark.slow  # every cross-wired answer costs a deadline
+def test_answers_with_another_id_is_rpc_06(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "other_id", "--properties", "valid", "--max-examples", "3",
+                                  "--timeout", "1")
+    assert code == 1
+    assert ("RPC-06", "MUST", "response id matches no request sent to this process") in _kinds(findings), findings
+
+
+def test_closes_mid_frame_is_an_unanswered_request(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "closes_mid_frame", "--properties", "valid", "--max-examples", "5")
+    assert code == 1
+    assert ("RPC-01", "MUST", "request never answered") in _kinds(findings), findings
+
+
+@pytest.mark.slow
+def test_slow_server_is_clean_within_its_deadline(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "slow", "--properties", "valid", "--max-examples", "2",
+                                  "--timeout", "5")
+    assert (code, findings) == (0, [])
+
+
+@pytest.mark.slow
+def test_slow_server_past_the_deadline_is_unanswered(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "slow", "--properties", "valid", "--max-examples", "3",
+                                  "--timeout", "1")
+    assert code == 1
+    assert {f["rule"] for f in findings} == {"RPC-01"}, findings
+
+
+def test_drivers_record_the_send_a_timeout_waited_for(tmp_path: Path) -> None:
+    """Timeouts are structured: `ref` is the send awaited, on stdio and over HTTP alike."""
+    import socket
+    import threading
+
+    from targets import wire
+    from targets.http_driver import HttpConnection
+    from targets.stdio_driver import start_stdio
+    from targets.transcript import Transcript
+
+    conn = start_stdio(Transcript("hang", "stdio"), [PYTHON, str(HOSTILE / "once_then_hang.py")], timeout=5.0)
+    try:
+        assert conn.request(wire.build_request(1, "server/discover"), timeout=5.0) is not None
+        assert conn.request(wire.build_request(2, "server/discover"), timeout=0.5) is None
+        events = conn.transcript.events
+        sends = [i for i, e in enumerate(events) if e.kind == "send"]
+        timeouts = [e for e in events if e.kind == "timeout"]
+        assert [e.ref for e in timeouts] == [sends[1]]
+    finally:
+        conn.close()
+
+    # An HTTP endpoint that accepts and never answers.
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: accepted.append(server.accept()[0]), daemon=True)
+    thread.start()
+    http = HttpConnection(Transcript("hang", "http"), [f"http://127.0.0.1:{server.getsockname()[1]}/mcp"],
+                          timeout=0.5)
+    try:
+        index = http.send(wire.build_request(3, "server/discover"))
+        timeouts = [e for e in http.transcript.events if e.kind == "timeout"]
+        assert timeouts and {e.ref for e in timeouts} == {index}
+    finally:
+        http.close()
+        for sock in accepted:
+            sock.close()
+        server.close()
