@@ -84,6 +84,19 @@ def test_a_huge_frame_refused_at_once_without_its_id_is_allowed() -> None:
     assert "RPC-07" in {v.rule for v in judge(c.transcript)}
 
 
+def test_a_process_that_exits_on_a_huge_frame_is_a_heuristic_a_small_one_a_must() -> None:
+    """DIGEST sets no frame size limit: dying on an 11 MiB line is robustness (HEURISTIC); dying
+    on a small valid request provably leaves it unanswered (MUST)."""
+    for pad, strength in ((11 << 20, "HEURISTIC"), (10, "MUST")):
+        c = Crafter("stdio")
+        c.spawn()
+        c.send(wire.build_request(5, "tools/list", {"_meta": {"pad": "x" * pad}}))
+        c.closed()
+        c.exit(0, "exited by itself")
+        found = [(v.rule, v.strength, v.title) for v in judge(c.transcript)]
+        assert found == [("RPC-01", strength, "request never answered")], (pad, found)
+
+
 def test_a_timeout_is_read_by_its_ref_never_by_its_note() -> None:
     for transport in ("stdio", "http"):
         c = Crafter(transport)

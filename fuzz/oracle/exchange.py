@@ -265,8 +265,10 @@ def id_may_be_unread(raw: bytes | None) -> bool:
 def _lines_in(raw: bytes | None) -> int:
     if not raw:
         return 1
-    # A blank line is no frame at all (STDIO-01 lets the server skip it): it draws no error.
-    return sum(1 for line in raw.split(b"\n") if line.strip())
+    # A blank line is no frame, but a lenient server may still answer it with an id-less -32700:
+    # it stays a candidate, so an id-less error after it and a malformed frame is ambiguous and
+    # attributed to neither (no finding of that kind), rather than guessed.
+    return max(1, sum(1 for line in raw.split(b"\n") if line.strip()))
 
 
 def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fuzz.oracle.exchange import Exchange, Pair, id_may_be_unread
 from fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
-from fuzz.oracle.model import BOTH_ERAS, Expectation, Violation, rule
+from fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule
 
 # HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
 # their optional error body has no id (HTTP-12, HTTP-13; the others are UNSPEC).
@@ -108,7 +108,10 @@ def unanswered(x: Exchange) -> list[Violation]:
 
     The process exiting by itself before answering proves the reply was never sent: MUST. A
     deadline passing proves less (the deadline is the harness's; CAN-08 has clients time out,
-    the spec sets no number): SHOULD, which still fails a campaign by default. A duplicate id in
+    the spec sets no number): SHOULD, which still fails a campaign by default. After a frame of
+    1 MiB or more (this one or the probe before it) the silence is HEURISTIC whatever ended it:
+    DIGEST sets no size limit, and a server may give up on a frame that large without reading
+    it; that it should say so and stay up is robustness, not a stated duty. A duplicate id in
     flight (RPC-05: the server's reaction is UNSPEC), a cancelled request (CAN-04) and a listen
     stream (open by design) are never reported.
     """
@@ -121,10 +124,26 @@ def unanswered(x: Exchange) -> list[Violation]:
             continue
         proof = x.transport == "stdio" and x.died_unasked(pair.proc, pair.index) is not None
         probe = _probe_before(x, pair)
-        out.append(Violation("RPC-01", "MUST" if proof else "SHOULD", "request never answered", why,
+        strength: Strength = "MUST" if proof else "SHOULD"
+        if _after_large_frame(x, pair):
+            strength = "HEURISTIC"
+        out.append(Violation("RPC-01", strength, "request never answered", why,
                              pair.method, pair.index, probe=probe.mutation if probe else None,
                              probe_rule=probe.rule if probe else None))
     return out
+
+
+def _after_large_frame(x: Exchange, pair: Pair) -> bool:
+    """Whether this request, or a frame sent before it on its process since the last answer, is
+    large enough to be refused unread (exchange.LARGE_FRAME_BYTES)."""
+    for other in reversed(x.pairs):
+        if other.index > pair.index or other.proc != pair.proc:
+            continue
+        if id_may_be_unread(other.event.raw):
+            return True
+        if other.index < pair.index and other.responses:
+            return False
+    return False
 
 
 def _probe_before(x: Exchange, pair: Pair) -> Expectation | None:

@@ -72,26 +72,14 @@ WHY: dict[tuple[str, str, str | None], str] = {
     ("RPC-01", "SHOULD", "jsonrpc-missing"):
         'a request without "jsonrpc": "2.0" (RPC-01) is dropped without a -32600; serving it would be '
         "the MUST",
-    ("RPC-11", "HEURISTIC", "batch-array"):
-        "a batch array is dropped silently; RPC-11 leaves the reply UNSPEC (an error or 4xx is expected)",
-    ("RPC-04", "SHOULD", "null-id"):
-        "a request with a null id (RPC-04) is dropped without a -32600; serving it would be the MUST",
-    ("RPC-04", "SHOULD", "id-null"):
-        "a request with a null id (RPC-04) is dropped without a -32600; serving it would be the MUST",
-    ("RPC-03", "SHOULD", "fraction-id"):
-        "a request with a fractional id (RPC-03: a string or an integer) is dropped without a -32600, "
-        "graded like the null id",
     # Silence toward a frame that breaks a client-side rule (RPC-03, RPC-04) is filed under the
     # server's own duty: JSON-RPC 2.0's error response, which RPC-01 brings in.
-    ("RPC-01", "SHOULD", "null-id"):
-        "a request with a null id (the probe breaks RPC-04, a client rule) is dropped without the -32600 "
-        "JSON-RPC 2.0 answers (RPC-01); serving it would be the MUST",
+    ("RPC-01", "SHOULD", "id-float"):
+        "a request with a fractional id (the probe breaks RPC-03, a client rule: a string or an integer) "
+        "is dropped without the -32600 JSON-RPC 2.0 answers (RPC-01), graded like the null id",
     ("RPC-01", "SHOULD", "id-null"):
         "a request with a null id (the probe breaks RPC-04, a client rule) is dropped without the -32600 "
         "JSON-RPC 2.0 answers (RPC-01); serving it would be the MUST",
-    ("RPC-01", "SHOULD", "fraction-id"):
-        "a request with a fractional id (the probe breaks RPC-03, a client rule) is dropped without the "
-        "-32600 JSON-RPC 2.0 answers (RPC-01), graded like the null id",
     ("RPC-01", "MUST", None):
         "a request was never answered: the process exited by itself first (JSON-RPC 2.0, via RPC-01, "
         "answers every request)",
@@ -105,8 +93,9 @@ WHY: dict[tuple[str, str, str | None], str] = {
         "an MRTR round-trip begun on one process is refused (-32602) by a fresh one: the requestState key "
         "is drawn per process, and DIGEST 15.3 says a server SHOULD NOT require reusing a process",
     ("RPC-01", "HEURISTIC", "huge-frame"):
-        "one 11 MiB line makes the process close and exit with status 0, saying nothing; a server may "
-        "refuse a frame that large, but should say so and stay up: a robustness finding",
+        "one 11 MiB line makes the process close and exit with status 0, the request unanswered; DIGEST "
+        "sets no size limit, so a server may refuse a frame that large, but should say so and stay up: "
+        "a robustness finding",
     ("MRTR-14", "SHOULD", None):
         "a requestState minted for one request completes a request with other arguments: the state is "
         "not bound to its originating request (MRTR-14 SHOULD)",
@@ -193,7 +182,7 @@ DROPS = (("truncated-json", Expected("RPC-01", "SHOULD", "truncated-json")),
 HUGE = ("huge-frame", Expected("RPC-01", "HEURISTIC", "huge-frame"))
 # The server's duty toward a frame it cannot serve is JSON-RPC 2.0's error response (RPC-01); the
 # null id is what the probe frame breaks (RPC-04, a client duty).
-NULL_ID = Expected("RPC-01", "SHOULD", "null-id", probe_rule="RPC-04")
+NULL_ID = Expected("RPC-01", "SHOULD", "id-null", probe_rule="RPC-04")
 MRTR_05 = Expected("MRTR-05", "MUST")
 SL_3 = Expected("SL-3", "SHOULD")
 
