@@ -165,3 +165,15 @@ def test_a_request_with_two_defects_answered_for_the_other_defect_stands() -> No
     assert judge(c.transcript, expectations=exps) == []
     c, exps = _completion_with_mismatched_header(200)  # -32601 with 200 breaks HDR-05 still
     assert "HDR-05" in {v.rule for v in judge(c.transcript, expectations=exps)}
+
+
+def test_an_unexplained_reply_on_a_reused_process_is_late_never_a_finding() -> None:
+    """A warm process (spawn note "(reused)") may still be answering an earlier example: a reply
+    with an id this transcript never sent is unattributable there, and an RPC-06 MUST on a fresh one."""
+    for note, expected in (("python server.py (reused)", []), ("python server.py", ["RPC-06"])):
+        c = Crafter("stdio")
+        c.spawn(note)
+        c.send(wire.build_request(1, "server/discover"))
+        c.recv(wire.build_result("g1", LIST))
+        c.recv(wire.build_result(1, DISCOVER))
+        assert [v.rule for v in judge(c.transcript)] == expected, note

@@ -43,6 +43,10 @@ from fuzz.oracle.model import Era, Expectation
 from targets.transcript import Event, Transcript
 
 OrphanReason = Literal["unknown-id", "duplicate", "null-id"]
+# A process the campaign reused (warm, it served earlier examples; its spawn note says so): a reply
+# nothing in this transcript explains may be a late answer to one of those examples, so it is
+# unattributable and kept apart, never judged.
+REUSED_NOTE = "(reused)"
 
 
 @dataclass(slots=True)
@@ -84,6 +88,8 @@ class Exchange:
     pair_at: dict[int, Pair] = field(default_factory=dict)
     answer_of: dict[int, int] = field(default_factory=dict)  # recv index -> send index
     orphans: list[tuple[int, OrphanReason]] = field(default_factory=list)
+    late: list[int] = field(default_factory=list)  # unexplained replies on a reused process (REUSED_NOTE)
+    reused_procs: set[int] = field(default_factory=set)
     ambiguous: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # id-less recv -> candidates
     supported_versions: frozenset[str] | None = None  # union over discover results seen
     server_capabilities: dict[str, Any] | None = None  # union of keys over discover results seen
@@ -233,7 +239,9 @@ class _ProcState:
 def _pair_stdio(x: Exchange) -> None:
     procs: dict[int, _ProcState] = {}
     for i, event in enumerate(x.events):
-        if event.kind == "send":
+        if event.kind == "spawn" and REUSED_NOTE in event.note:
+            x.reused_procs.add(event.proc)
+        elif event.kind == "send":
             state = procs.setdefault(event.proc, _ProcState())
             sent = x.sent[i]
             if sent.has_id:
@@ -313,7 +321,7 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
         if state.notifications:
             take(state.notifications[-1], by_position=True)
             return
-        x.orphans.append((recv, "null-id"))
+        _orphan(x, recv, "null-id")
         return
     # A lenient server may read an id out of bytes that were not one JSON value (trailing
     # garbage, a split line): answer the oldest such frame whose bytes carry that id.
@@ -325,7 +333,14 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
                 take(send_index, by_position=True)
                 return
     reason: OrphanReason = "duplicate" if id_key(said.id) in state.answered else "unknown-id"
-    x.orphans.append((recv, reason))
+    _orphan(x, recv, reason)
+
+
+def _orphan(x: Exchange, recv: int, reason: OrphanReason) -> None:
+    if x.events[recv].proc in x.reused_procs:
+        x.late.append(recv)
+    else:
+        x.orphans.append((recv, reason))
 
 
 LEGACY_OPENERS = frozenset({"initialize", "notifications/initialized"})
