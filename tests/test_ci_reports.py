@@ -33,7 +33,8 @@ def test_sarif_lists_every_finding_with_level_location_and_fingerprint(mutant_ou
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {f["rule"] for f in findings}
     assert [r["partialFingerprints"]["mcpGauntletFinding/v1"] for r in run["results"]] == [f["id"] for f in findings]
     for result, finding in zip(run["results"], findings, strict=True):
-        assert result["ruleId"] == finding["rule"] == "RPC-04" and result["level"] == "error"  # a MUST
+        # the server's duty (a served null id: JSON-RPC 2.0 via RPC-01), a MUST
+        assert result["ruleId"] == finding["rule"] == "RPC-01" and result["level"] == "error"
         uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
         assert uri == finding["repro"] and (mutant_out / uri).is_file()
         assert finding["title"] in result["message"]["text"]

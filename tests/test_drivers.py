@@ -181,7 +181,7 @@ HUGE_LINE = textwrap.dedent(
     import sys
     out = sys.stdout.buffer
     block = b"x" * (1 << 20)
-    for _ in range(100):
+    for _ in range(256):
         out.write(block)
     out.write(b"\\n")
     out.write(b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}\\n')
@@ -209,16 +209,18 @@ MEASURE = textwrap.dedent(
 )
 
 
-def test_stdio_100mb_line_is_counted_not_buffered() -> None:
+def test_stdio_256mb_line_is_counted_not_buffered() -> None:
     out = subprocess.run(
         [PY, "-c", MEASURE, HUGE_LINE], capture_output=True, timeout=120, check=True, cwd=ROOT
     )
     report = json.loads(out.stdout)
     assert report["got"], report
-    assert report["oversize"] == [f"{100 * (1 << 20)} bytes (cap {16 * (1 << 20)})"]
+    assert report["oversize"] == [f"{256 * (1 << 20)} bytes (cap {16 * (1 << 20)})"]
     assert report["kinds"][:2] == ["spawn", "oversize"] and "recv" in report["kinds"]
-    # 100 MiB went through; the harness never held more than the 16 MiB cap plus a read chunk.
-    assert report["maxrss_kb"] < 90 * 1024, report["maxrss_kb"]
+    # 256 MiB went through; the harness held at most the 16 MiB cap and its read chunks (what the
+    # allocator keeps of a growing 16 MiB buffer varies with timing: up to ~115 MB seen on a busy
+    # machine), far below the line itself.
+    assert report["maxrss_kb"] < 160 * 1024, report["maxrss_kb"]
 
 
 def test_stdio_small_cap_and_unterminated_oversize() -> None:

@@ -146,8 +146,8 @@ def test_workers_share_the_example_database(tmp_path: Path) -> None:
                    "--workers", "2", "--shrink-time", "5", "--progress", "lines")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     index = orjson.loads((out / "findings.json").read_bytes())
-    # a served null id: the server's duty (RPC-01, JSON-RPC 2.0 refuses it), probed by null-id (RPC-04)
-    assert any(f["rule"] == "RPC-01" and f["mutation"] == "null-id" for f in index["findings"]), index["findings"]
+    # a served null id: the server's duty (RPC-01, JSON-RPC 2.0 refuses it), probed by id-null (RPC-04)
+    assert any(f["rule"] == "RPC-01" and f["mutation"] == "id-null" for f in index["findings"]), index["findings"]
     # The failing example was saved where every worker (and the next campaign) looks first.
     assert any(hypothesis_db.rglob("*")), "nothing was written to the shared example database"
     assert not processes_mentioning(str(db))

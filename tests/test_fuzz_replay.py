@@ -130,8 +130,10 @@ def pump_out():
         sys.stdout.buffer.write(line); sys.stdout.buffer.flush()
     os._exit(child.wait())
 threading.Thread(target=pump_out, daemon=True).start()
+first = True  # only a process's first blank line flips the mode: a case may hold several
 for line in sys.stdin.buffer:
-    if not line.strip():
+    if not line.strip() and first:
+        first = False
         die = mode.exists() and mode.read_text() == "die"
         mode.write_text("live" if die else "die")
         if die:

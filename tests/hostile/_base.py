@@ -1,5 +1,6 @@
 """The small correct stdio server every hostile one bends: one JSON-RPC message per line, a
-DiscoverResult with no optional capabilities, ping, -32601 for anything else, and the id-less
+DiscoverResult with no optional capabilities, -32601 for anything else (ping included: 2026-07-28
+removed it), -32602 for a logLevel that is no LoggingLevel, and the id-less
 -32700/-32600 that JSON-RPC 2.0 (RPC-01, RPC-07) demands for a frame it cannot read.
 
 Each hostile server overrides `reply` (what to write for one line) or `write`; stdlib only, so
@@ -14,6 +15,7 @@ from typing import Any
 
 MODERN = "2026-07-28"
 SERVER_INFO = {"name": "hostile", "version": "0.0.1"}
+LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
 
 
 def result(rid: Any, body: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +57,9 @@ def reply(line: bytes) -> dict[str, Any] | None:
     if not isinstance(meta, dict) or not isinstance(meta.get("io.modelcontextprotocol/protocolVersion"), str) \
             or not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict):
         return error(rid, -32602, "Invalid params: _meta protocolVersion and clientCapabilities are required")
+    level = meta.get("io.modelcontextprotocol/logLevel")
+    if level is not None and level not in LOG_LEVELS:
+        return error(rid, -32602, "Invalid params: logLevel is not a LoggingLevel")
     version = meta["io.modelcontextprotocol/protocolVersion"]
     if version != MODERN:
         out = error(rid, -32022, "Unsupported protocol version")
@@ -63,8 +68,6 @@ def reply(line: bytes) -> dict[str, Any] | None:
     method = msg["method"]
     if method == "server/discover":
         return result(rid, {"supportedVersions": [MODERN], "capabilities": {}, "ttlMs": 0, "cacheScope": "public"})
-    if method == "ping":
-        return result(rid, {})
     return error(rid, -32601, "Method not found")
 
 
