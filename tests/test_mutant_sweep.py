@@ -22,7 +22,7 @@ from targets.mutants import MUTANTS  # noqa: E402
 SEEDS = (1, 2)
 
 
-@pytest.mark.slow
+@pytest.mark.nightly  # 22 mutants x 2 seeds x a full default campaign: ~40 min on 2 cores
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("bug", sorted(set(MUTANTS) - LOAD_ONLY))
 def test_default_campaign_finds_the_mutant(bug: str, seed: int, tmp_path: Path) -> None:

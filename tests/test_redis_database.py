@@ -127,7 +127,7 @@ def test_two_machines_share_one_database_then_the_next_campaign_replays_first_an
     known: set[str] = set()
     for out, proc in machines:
         _finish(proc)
-        assert _ids(out, "RPC-04"), "each machine finds the null-id bug"
+        assert _ids(out, "RPC-01"), "each machine finds the null-id bug (the server's duty, RPC-01)"
         known |= _ids(out)
     saved = redis_server.keys()
     assert saved and all(saved.values()), "the failing examples were saved in Redis"
@@ -163,8 +163,11 @@ def test_a_redis_restart_mid_campaign_loses_nothing(tmp_path: Path, redis_server
     redis_server.start()
     out = _finish(proc)
     after = redis_server.keys()
-    for key, values in before.items():
-        assert values <= after.get(key, set()), "an example saved before the restart was lost"
+    # Hypothesis itself replaces a saved failure by a smaller one as it shrinks (and later rounds
+    # shrink again), so values may change; a key that held failures must still hold some, and the
+    # replay below shows every reported failure came back.
+    for key in before:
+        assert after.get(key), "failures saved before the restart were lost"
     assert "unreachable" not in out
     found = _ids(tmp_path / "out")
     assert found
