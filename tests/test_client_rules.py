@@ -323,6 +323,21 @@ def test_ver_03_silent_on_a_listed_version_and_on_giving_up() -> None:
     assert s.rules() == []
 
 
+def test_ver_03_reads_only_the_very_next_request_as_the_retry() -> None:
+    """A -32022 without data, surfaced; the job moves on and lists tools again later (the Python
+    SDK does so inside call_tool): no retry, no VER-03. Retrying at once with the refused version
+    is one."""
+    s = Script()
+    s.call(1, "tools/list", error=_refused(None))
+    s.call(2, "tools/call", result=OK)
+    s.call(3, "tools/list", result=OK)
+    assert s.rules() == []
+    s = Script()
+    s.call(1, "tools/list", error=_refused(None))
+    s.call(2, "tools/list", result=OK)
+    assert s.rules() == [("VER-03", "SHOULD")]
+
+
 def test_can_03_fires_on_cancelling_a_request_never_sent() -> None:
     s = Script()
     s.call(1, "tools/list", result=OK)

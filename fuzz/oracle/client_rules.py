@@ -458,8 +458,10 @@ def ver_03(x: ClientExchange) -> list[Violation]:
         err = got[1].get("error")
         if not (isinstance(err, dict) and err.get("code") == wire.UNSUPPORTED_PROTOCOL_VERSION):
             continue
-        retry = x.next_request(f, same_method=True)
-        if retry is None or not _same_call(f.params, retry.params):
+        # A retry is the client's very next request on that process: a later call of the same
+        # method is the job moving on (the Python SDK lists tools inside call_tool), not a retry.
+        retry = x.next_request(f, same_method=False)
+        if retry is None or retry.method != f.method or not _same_call(f.params, retry.params):
             continue
         version = (retry.params.get("_meta") or {}).get(wire.META_PROTOCOL_VERSION)
         data = err.get("data")
