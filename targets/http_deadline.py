@@ -39,6 +39,15 @@ class _DeadlineReader(io.RawIOBase):
     def __init__(self, sock: socket.socket, owner: _DeadlineMixin) -> None:
         self._sock = sock
         self._owner = owner
+        # As socket.makefile does: while this reader is open, closing the socket (http.client
+        # closes its connection as soon as a response says "will close") must not close the fd
+        # under a body still to be read (that raced into EBADF on HTTP/1.0 servers).
+        sock._io_refs += 1  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if not self.closed:
+            self._sock._decref_socketios()  # type: ignore[attr-defined]
+        super().close()
 
     def readable(self) -> bool:
         return True

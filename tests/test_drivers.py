@@ -673,3 +673,42 @@ def test_loopback_socket_helper_gives_distinct_ports() -> None:
     for port in ports:
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))
+
+
+def test_http_10_server_that_closes_after_each_response_is_always_read_whole() -> None:
+    """http.client closes a "will close" connection before its body is read; the deadline reader
+    must keep the fd open until the body is (it raced into EBADF on about one request in four)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from targets.http_driver import HttpConnection
+
+    class Handler(BaseHTTPRequestHandler):  # HTTP/1.0: the connection closes after each response
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    try:
+        missing = 0
+        for _ in range(40):
+            conn = HttpConnection(Transcript(url, "http"), [url], timeout=10)
+            try:
+                missing += conn.request({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                                        timeout=10) is None
+            finally:
+                conn.close()
+        assert missing == 0
+    finally:
+        server.shutdown()
+        server.server_close()

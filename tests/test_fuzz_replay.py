@@ -54,7 +54,17 @@ def test_replay_passes_on_the_reference(campaign: dict, capsys: pytest.CaptureFi
 
 
 def test_replay_from_the_transcript_alone(campaign: dict, tmp_path: Path) -> None:
-    doc = orjson.loads(Path(campaign["repro"]).read_bytes())
+    """Without its case a file replays its recorded frames and any violation counts. The blank-line
+    finding above is no such file: its transcript ends at the death, with no request the server
+    left unanswered (the case's expectation carried the verdict), so a bug visible in the frames
+    themselves is used: results without resultType."""
+    mutant = reference_stdio(tmp_path / "mrt.sqlite3", "missing-result-type")
+    out = tmp_path / "out"
+    assert cli_main(["fuzz", "--target", mutant, "--properties", "valid", "--max-examples", "10", "--seed", "1",
+                     "--out", str(out), "--no-database", "--shrink-time", "3", "--stop-on-first",
+                     "--progress", "never"]) == 1
+    index = orjson.loads((out / "findings.json").read_bytes())
+    doc = orjson.loads((out / index["findings"][0]["repro"]).read_bytes())
     doc.pop("case")
     bare = tmp_path / "bare.json"
     bare.write_bytes(orjson.dumps(doc))
