@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The lowest allowed versions: install every lower bound of pyproject.toml (.ci/constraints-lowest.txt)
+# into a second venv, .venv-lowest, and run a fast subset there, so that the ranges we declare are
+# ranges we have run. This venv also carries the extras whose caps keep them off the newest
+# Hypothesis (hjs: < 6.170.10, hypofuzz: < 6.157.1), so their tests run here.
+# `-p no:locust`: Locust's pytest plugin would gevent-patch the test process (see README).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv-lowest
+.venv-lowest/bin/pip install --quiet -c .ci/constraints-lowest.txt -e ".[redis,hjs,hypofuzz]" pyyaml
+.venv-lowest/bin/python -m pytest -q -p no:cacheprovider -p no:locust \
+  tests/test_hypothesis_compat.py tests/test_dependencies.py \
+  tests/test_strategies_hjs.py tests/test_strategies_hjs_pin.py tests/test_strategies_schema.py \
+  tests/test_oracle_rules.py tests/test_load_gates.py tests/test_fuzz_replay.py \
+  tests/test_fuzz_pytest_plugin.py tests/test_hypofuzz.py \
+  "tests/test_redis_database.py::test_writes_made_while_redis_is_down_land_when_it_is_back"
