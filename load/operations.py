@@ -39,17 +39,9 @@ if TYPE_CHECKING:  # importing mcp_client pulls in gevent, which the runner must
 # (MRTR-05 forbids an elicitation input request to a client that did not declare it).
 CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}}
 
-MIX_KINDS = (
-    "server/discover",
-    "tools/list",
-    "resources/list",
-    "resources/templates/list",
-    "prompts/list",
-    "tools/call",
-    "resources/read",
-    "prompts/get",
-    "mrtr",
-)
+# Every modern method a load mix can weigh (the method list is wire.MODERN_METHODS; completion and
+# the listen stream are not request/response load), plus whole MRTR operations.
+MIX_KINDS = (*(m for m in wire.MODERN_METHODS if m not in ("completion/complete", "subscriptions/listen")), "mrtr")
 DEFAULT_MIX = "tools/list=2,tools/call=3,resources/read=2,prompts/get=1,mrtr=4"
 
 MAX_LIST_PAGES = 10
