@@ -12,12 +12,17 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 # Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
 # module-wide lock keeps each event's index, which `ref` points at, exact, and leaves the
 # dataclass itself copyable and picklable.
 _ADD_LOCK = threading.Lock()
+
+# A server may write notifications without end (an SSE stream of log messages, a stdout flood of
+# valid frames); every kept event costs memory, so past this many in one case the rest are counted
+# in `Transcript.dropped`, not kept. Responses and requests are always kept: the oracle pairs them.
+NOTIFICATION_KEEP: Final = 2048
 
 EventKind = Literal[
     "spawn",  # a process or HTTP instance came up; note = command line or URL
@@ -90,10 +95,28 @@ class Transcript:
     transport: Literal["stdio", "http"]
     events: list[Event] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    notifications: int = 0
+    dropped: int = 0
 
     def add(self, kind: EventKind, **fields: Any) -> int:
-        """Append an event stamped now; returns its index so HTTP responses can `ref` their request."""
+        """Append an event stamped now; returns its index so HTTP responses can `ref` their request.
+
+        A notification past NOTIFICATION_KEEP is counted, not kept; the first one dropped leaves an
+        `oversize` event in its place so the transcript says what is missing (index -1 for the rest).
+        """
+        message = fields.get("message")
         with _ADD_LOCK:
+            if kind == "recv" and isinstance(message, dict) and "method" in message and "id" not in message:
+                self.notifications += 1
+                if self.notifications > NOTIFICATION_KEEP:
+                    self.dropped += 1
+                    if self.dropped > 1:
+                        return -1
+                    kind, fields = "oversize", {
+                        "proc": fields.get("proc", 0),
+                        "ref": fields.get("ref"),
+                        "note": f"more than {NOTIFICATION_KEEP} notifications in one case: the rest are counted, not kept",
+                    }
             self.events.append(Event(kind, time.monotonic() - self.started, **fields))
             return len(self.events) - 1
 
@@ -138,6 +161,7 @@ class Transcript:
             "target": self.target,
             "transport": self.transport,
             "events": [e.to_json() for e in self.events],
+            **({"notifications_dropped": self.dropped} if self.dropped else {}),
         }
 
     @classmethod
@@ -146,6 +170,7 @@ class Transcript:
             target=data["target"],
             transport=data["transport"],
             events=[Event.from_json(e) for e in data.get("events", [])],
+            dropped=int(data.get("notifications_dropped", 0)),
         )
 
 

@@ -27,7 +27,7 @@ from targets.processes import group_members, spawn
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.stdio_driver import NOISE_EVENT_CAP, StdioConnection
 from targets.target_spec import parse_target
-from targets.transcript import Transcript
+from targets.transcript import NOTIFICATION_KEEP, Transcript
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,6 +167,22 @@ def test_stdout_noise_is_capped_and_reported_once() -> None:
     assert len(noise) == NOISE_EVENT_CAP + 1, len(noise)
     assert "not recorded" in noise[-1].note and "cap" in noise[-1].note
     assert sum(len(e.raw or b"") for e in tr.events) < 1024 * 1024
+
+
+def test_a_flood_of_valid_notifications_is_counted_not_kept() -> None:
+    tr = Transcript("flood", "stdio")
+    conn = StdioConnection(tr, spawn([PY, str(HOSTILE / "noisy_stdio.py"), "notifications"]))
+    try:
+        conn.send(wire.build_request(1, "server/discover"))
+        assert conn.read_until(lambda e: e.kind == "recv" and "id" in e.message, 3.0) is None
+    finally:
+        conn.terminate()
+    kept = [e for e in tr.events if e.kind == "recv"]
+    assert len(kept) == NOTIFICATION_KEEP, len(kept)
+    assert tr.dropped > NOTIFICATION_KEEP  # the flood went on, and was read (the server never blocked)
+    marks = [e for e in tr.events if e.kind == "oversize"]
+    assert len(marks) == 1 and "counted, not kept" in marks[0].note
+    assert Transcript.from_json(tr.to_json()).dropped == tr.dropped
 
 
 def test_stderr_is_a_bounded_ring_in_memory_not_a_file() -> None:
