@@ -1,11 +1,18 @@
 """The hostile corpus (tests/hostile/): tiny stdio servers, each wrong in one way a real server
 has been, and the verdict each must get from a real campaign. The base they bend is itself a
-correct server and must draw nothing, so every verdict here is the bug's, not the corpus's."""
+correct server and must draw nothing, so every verdict here is the bug's, not the corpus's.
+tests/hostile/http_front.py serves the same modules over Streamable HTTP, where a wedged
+worker is a POST that never gets a byte back."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import socket
+import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +23,10 @@ from fuzz_support import PYTHON, last_line, run_cli
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 
 
-def _campaign(tmp_path: Path, server: str, *args: str, timeout: float = 240.0) -> tuple[int, list[dict[str, Any]], float]:
+def _campaign(tmp_path: Path, server: str, *args: str, timeout: float = 240.0,
+              target: str | None = None) -> tuple[int, list[dict[str, Any]], float]:
     out = tmp_path / server
-    target = "stdio:" + shlex.join([PYTHON, str(HOSTILE / f"{server}.py")])
+    target = target or "stdio:" + shlex.join([PYTHON, str(HOSTILE / f"{server}.py")])
     started = time.monotonic()
     proc = run_cli("fuzz", "--target", target, "--seed", "1", "--out", str(out), *args, timeout=timeout)
     elapsed = time.monotonic() - started
@@ -50,6 +58,65 @@ def test_answers_once_then_hangs_is_reported_once_in_bounded_time(tmp_path: Path
     replayed = run_cli("replay", str(tmp_path / "once_then_hang" / findings[0]["repro"]), timeout=120)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "still fails" in last_line(replayed.stdout), replayed.stdout
+
+
+def _over_http(server: str) -> str:
+    return "http+spawn:" + shlex.join([PYTHON, str(HOSTILE / "http_front.py"), "{port}", server])
+
+
+@contextmanager
+def _http_server(server: str, env: dict[str, str]) -> Iterator[str]:
+    """A hostile module served over HTTP on a free loopback port that the test owns (not respawned)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([PYTHON, str(HOSTILE / "http_front.py"), str(port), server],
+                            env={**os.environ, **env}, cwd=HOSTILE)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_correct_base_draws_no_finding_over_http(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "_base", "--max-examples", "60", target=_over_http("_base"))
+    assert (code, findings) == (0, [])
+
+
+@pytest.mark.slow  # ~30 s: one deadline for the example, one for the liveness check
+def test_answers_then_hangs_over_http_is_reported_once(tmp_path: Path) -> None:
+    # Three answers carry the era probe and the campaign's discovery; the first example then hangs.
+    with _http_server("once_then_hang", {"HOSTILE_ANSWERS": "3"}) as url:
+        code, findings, elapsed = _campaign(tmp_path, "once_then_hang", "--properties", "valid",
+                                            "--max-examples", "50", "--timeout", "2", target=url)
+    assert code == 1
+    assert _kinds(findings) == {("RPC-01", "SHOULD", "target stopped answering")}, findings
+    assert elapsed < 120, elapsed
+
+
+def test_a_spawned_http_server_that_never_answers_twice_is_unusable_not_a_pass(tmp_path: Path) -> None:
+    """Every fresh instance spends its one answer on the readiness check: nothing can be judged."""
+    proc = run_cli("fuzz", "--target", _over_http("once_then_hang"), "--properties", "valid", "--timeout", "2",
+                   "--seed", "1", "--out", str(tmp_path / "out"), timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "unusable target" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow  # ~30 s: shrinking a finding seen on every method
+def test_answers_with_another_id_over_http_is_a_mismatched_id(tmp_path: Path) -> None:
+    code, findings, _ = _campaign(tmp_path, "other_id", "--properties", "valid", "--max-examples", "5",
+                                  "--timeout", "2", target=_over_http("other_id"))
+    assert code == 1
+    # Over HTTP the response belongs to its POST, so the wrong id is known to be this request's.
+    assert {(f["rule"], f["strength"]) for f in findings} == {("RPC-07", "MUST")}, findings
 
 
 def test_drops_idless_errors_is_rpc_01_silence_toward_malformed_frames(tmp_path: Path) -> None:
