@@ -32,7 +32,7 @@ import regenerate  # noqa: E402 - the known deviations and the servers' portable
 
 
 def kind_of(finding: dict) -> tuple[str, str, str | None]:
-    return finding.get("rule", ""), finding.get("strength", ""), finding.get("mutation")
+    return finding.get("rule", ""), finding.get("strength", ""), regenerate.probe_of(finding)
 
 
 def run(server: str, transport: str, seed: int, max_examples: int) -> tuple[int, int, list[dict], str]:

@@ -80,6 +80,25 @@ WHY: dict[tuple[str, str, str | None], str] = {
     ("RPC-01", "SHOULD", "id-null"):
         "a request with a null id (the probe breaks RPC-04, a client rule) is dropped without the -32600 "
         "JSON-RPC 2.0 answers (RPC-01); serving it would be the MUST",
+    # Found by the example-server seed sweep (tests/benchmarks/bench_example_sweep.py): the same
+    # silent drop as truncated-json, toward every frame the SDK's reader cannot parse or validate.
+    **{("RPC-01", "SHOULD", m): f"a frame that is not valid JSON ({what}) is dropped without the -32700 "
+       "JSON-RPC 2.0 answers (RPC-01); DIGEST restates the format, not the duty to answer, so SHOULD"
+       for m, what in (("non-json-text", "plain text"), ("nul-byte", "a raw NUL in a string"),
+                       ("cr-in-string", "a raw CR in a string"),
+                       ("embedded-newline", "a raw LF splits it over two lines, neither of them JSON"))},
+    **{("RPC-01", "SHOULD", m): f"a request whose envelope is invalid ({what}) is dropped without the "
+       "-32600 JSON-RPC 2.0 answers (RPC-01); serving it would be the MUST"
+       for m, what in (("jsonrpc-wrong", 'jsonrpc is not "2.0"'), ("method-non-string", "method is not a string"),
+                       ("id-boolean", "a boolean id, which breaks RPC-03"), ("id-object", "an object id (RPC-03)"),
+                       ("id-array", "an array id (RPC-03)"))},
+    **{("RPC-01", "HEURISTIC", m): f"a frame a lenient reader could serve ({what}) is neither served nor "
+       "refused: silence where JSON-RPC 2.0 wants an answer; DIGEST does not say which reading is right, so "
+       "a heuristic (an observation, not a failure)"
+       for m, what in (("bom-prefix", "a UTF-8 byte order mark first"),
+                       ("cr-whitespace", "a raw CR between tokens, which a CR-as-newline reader splits"),
+                       ("trailing-garbage", "a valid frame with non-whitespace after it"),
+                       ("two-frames-one-line", "two requests on one line"))},
     ("RPC-01", "MUST", None):
         "a request was never answered: the process exited by itself first (JSON-RPC 2.0, via RPC-01, "
         "answers every request)",
