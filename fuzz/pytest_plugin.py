@@ -43,9 +43,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under HypoFuzz, let its hub see our (slow, process-spawning) tests from the start."""
-    from fuzz.hypothesis_compat import publish_hypofuzz_targets_early
+    """Under HypoFuzz: fuzz even where CI=true made Hypothesis derandomize, and let the hub see
+    our (slow, process-spawning) tests from the start."""
+    from fuzz.hypothesis_compat import fuzzable_profile_under_hypofuzz, publish_hypofuzz_targets_early
 
+    fuzzable_profile_under_hypofuzz()
     publish_hypofuzz_targets_early()
 
 

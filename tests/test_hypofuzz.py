@@ -31,10 +31,13 @@ HYPOTHESIS_CLI = Path(sys.executable).with_name("hypothesis")
 DONE = "Found a failing input for every test!"
 
 
-def _start(tmp_path: Path, target: str, test: str) -> subprocess.Popen[str]:
+def _start(tmp_path: Path, target: str, test: str, *, ci: bool) -> subprocess.Popen[str]:
+    """`ci`: with CI=true Hypothesis loads its derandomized "ci" profile, which HypoFuzz refuses to
+    fuzz unless our plugin swaps it (fuzz/hypothesis_compat.fuzzable_profile_under_hypofuzz)."""
     if not HYPOTHESIS_CLI.exists() and not shutil.which("hypothesis"):
         pytest.skip("no `hypothesis` command beside this interpreter")
-    env = {**os.environ, "MCP_GAUNTLET_TARGET": target}
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    env.update({"MCP_GAUNTLET_TARGET": target, **({"CI": "true"} if ci else {})})
     return subprocess.Popen(
         [str(HYPOTHESIS_CLI), "fuzz", "-n", "1", "--no-dashboard", "--",
          "--pyargs", "fuzz.properties.suite", "-k", test, "-p", "no:locust", "-p", "no:cacheprovider"],
@@ -54,7 +57,7 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 
 
 def test_hypofuzz_finds_a_mutants_bug_and_stops(tmp_path: Path) -> None:
-    proc = _start(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "test_ids")
+    proc = _start(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "null-id-accepted"), "test_ids", ci=True)
     try:
         proc.wait(timeout=240)
     except subprocess.TimeoutExpired:
@@ -66,7 +69,7 @@ def test_hypofuzz_finds_a_mutants_bug_and_stops(tmp_path: Path) -> None:
 
 
 def test_hypofuzz_keeps_fuzzing_a_correct_server_past_the_hubs_first_check(tmp_path: Path) -> None:
-    proc = _start(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "test_handoff")
+    proc = _start(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "test_handoff", ci=False)
     deadline = time.monotonic() + 80  # the hub's first check comes 60 s after it starts
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(1)
