@@ -99,10 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write each finding as a standalone pytest regression test into DIR")
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
-    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
-                   help="send this header on every HTTP request (repeatable); the value may name environment "
-                        "variables, e.g. 'Authorization: Bearer ${TOKEN}', expanded at send time and never "
-                        "written to reports or repro files")
+    extra_headers.add_option(p)
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     p.add_argument("--no-fork-server", action="store_true",
                    help="start every fresh process of a Python stdio target by plain spawning (default: fork it "

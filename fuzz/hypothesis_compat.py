@@ -159,6 +159,40 @@ HYPOFUZZ_CHUNK_NOTE = (
 )
 
 
+def in_hypofuzz_run() -> bool:
+    """True when HypoFuzz (`hypothesis fuzz`) runs this process: its public `in_hypofuzz_run()`.
+    Merely installed HypoFuzz is imported by every Hypothesis (an entry point), so presence is not enough."""
+    detection = sys.modules.get("hypofuzz.detection")
+    check = getattr(detection, "in_hypofuzz_run", None)
+    return bool(check()) if callable(check) else False
+
+
+HYPOFUZZ_PROFILE = "mcp-gauntlet-hypofuzz"
+
+
+def fuzzable_profile_under_hypofuzz() -> str | None:
+    """Under HypoFuzz, replace a derandomized active profile with a random one that has a database.
+
+    Why: Hypothesis loads its "ci" profile by itself wherever CI=true (GitHub Actions, our .ci/run),
+    and that profile sets derandomize=True and database=None; HypoFuzz skips every such test
+    ("sets_derandomize") and exits with "no Hypothesis tests found". A fuzzer is randomness plus a
+    corpus, so under HypoFuzz we keep the active profile's other settings and only take
+    derandomize and the database from Hypothesis' own "default" profile. Returns the name of the
+    profile loaded, or None when nothing needed changing (not under HypoFuzz, or already random).
+    """
+    if not in_hypofuzz_run():
+        return None
+    from hypothesis import settings
+
+    active = settings.default
+    if active is None or not active.derandomize:
+        return None
+    settings.register_profile(HYPOFUZZ_PROFILE, parent=active, derandomize=False,
+                              database=settings.get_profile("default").database)
+    settings.load_profile(HYPOFUZZ_PROFILE)
+    return HYPOFUZZ_PROFILE
+
+
 def publish_hypofuzz_targets_early() -> bool:
     """Make a HypoFuzz worker report its live tests as soon as it has them, not after 100 examples.
 

@@ -43,10 +43,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under HypoFuzz, let its hub see our (slow, process-spawning) tests from the start."""
-    from fuzz.hypothesis_compat import publish_hypofuzz_targets_early
+    """Under HypoFuzz: fuzz even where CI=true made Hypothesis derandomize, and let the hub see
+    our (slow, process-spawning) tests from the start."""
+    from fuzz.hypothesis_compat import fuzzable_profile_under_hypofuzz, publish_hypofuzz_targets_early
 
+    fuzzable_profile_under_hypofuzz()
     publish_hypofuzz_targets_early()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Key each property test's example database by its pytest node id, as HypoFuzz does.
+
+    Why: HypoFuzz saves what it finds in the shared Hypothesis database under a key that includes
+    the node id; Hypothesis' own plugin adds the node id only for parametrized tests. With the same
+    key here, the next plain `pytest` run from the same directory replays HypoFuzz's failures first."""
+    from fuzz.hypothesis_compat import set_database_key
+
+    for item in items:
+        test = getattr(item, "obj", None)
+        if getattr(test, "__module__", None) == "fuzz.properties.suite" and getattr(test, "is_hypothesis_test", False):
+            set_database_key(test.hypothesis.inner_test, item.nodeid.encode())
 
 
 def target_from(config: pytest.Config) -> str | None:

@@ -291,8 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client", metavar="CMD", help="a client finding: replay against this client command instead")
     p.add_argument("--show", action="store_true", help="print the new transcript")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
-    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
-                   help="send this header on every HTTP request, as `fuzz --header` (e.g. 'Authorization: Bearer ${TOKEN}')")
+    extra_headers.add_option(p)
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     return p
 

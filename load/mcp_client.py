@@ -33,7 +33,7 @@ import gevent.ssl
 from geventhttpclient._parser import HTTPParseError
 from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketResponse
 
-from targets import wire
+from targets import extra_headers, wire
 
 # Failure kinds (the prefix before any detail); summary.json reports them verbatim.
 TIMEOUT = "timeout"
@@ -113,6 +113,8 @@ class McpHttp:
         self._socks: dict[str, Any] = {}
         self._next = start % len(endpoints)
         self.timeout = timeout
+        # `load --header`: read once per user; ${VAR}s are still expanded per request, at send time
+        self._extra = extra_headers.templates()
 
     @property
     def endpoints(self) -> list[str]:
@@ -155,11 +157,15 @@ class McpHttp:
         reply = Reply(request=msg, endpoint=url)
         body = wire.dumps(msg)
         headers = wire.http_headers(msg, input_schema=input_schema)
+        sent = headers
+        if self._extra:  # the wire gets the values, what the oracle (and any report) sees the templates
+            sent = headers | extra_headers.expanded(self._extra)
+            headers = headers | extra_headers.shown(self._extra)
         reply.request_headers = headers
         data = b"".join((
             self._heads[url],
             f"Content-Length: {len(body)}\r\n".encode(),
-            "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1"),
+            "".join(f"{k}: {v}\r\n" for k, v in sent.items()).encode("latin-1"),
             b"\r\n",
             body,
         ))

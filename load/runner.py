@@ -37,7 +37,7 @@ from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
-from targets import validate, wire
+from targets import extra_headers, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, parse_target, reference_command
@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-threshold-mb", type=float, default=DEFAULT_MEMORY_THRESHOLD_MB,
                    help=f"server RSS growth that fails the run (default {DEFAULT_MEMORY_THRESHOLD_MB:g})")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback http:// target")
+    extra_headers.add_option(p)  # every Locust user's request carries them (load/mcp_client.py)
     p.add_argument("--bug", action="append", default=[], metavar="NAME",
                    help="embedded default only: start the reference server with this mutant bug")
     p.add_argument("--path", default="/mcp", help="MCP endpoint path of http+spawn instances (default /mcp)")
@@ -166,7 +167,7 @@ def discover_ok(url: str, timeout: float) -> str | None:
     conn = deadline_connection(parts.scheme, parts.hostname or "127.0.0.1", port, time.monotonic() + timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        conn.request("POST", path, body=wire.dumps(msg), headers=wire.http_headers(msg))
+        conn.request("POST", path, body=wire.dumps(msg), headers=wire.http_headers(msg) | extra_headers.expanded())
         resp = conn.getresponse()
         body = read_capped(resp)  # bounded in bytes and, through the connection, in time
         messages = wire.response_messages(resp.getheader("content-type"), body)
@@ -346,6 +347,10 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     _finite("--memory-threshold-mb", args.memory_threshold_mb, 0.0, 1e7)
     _finite("--baseline-floor-ms", args.baseline_floor_ms, 0.0, 1e7, low_ok=True)
     run_s = parse_duration(args.run_time)
+    try:  # before any process starts: the Locust processes inherit them through the environment
+        extra_headers.configure(args.header)
+    except extra_headers.HeaderError as exc:
+        raise UsageError(str(exc)) from None
     if args.find_capacity:
         if args.rate is not None or users_given:
             raise UsageError("--find-capacity chooses the rates itself: drop --rate and --users")

@@ -12,6 +12,7 @@ The headers travel to worker processes and replays in one environment variable
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -23,6 +24,16 @@ SENSITIVE = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-
 REDACTED = "<redacted>"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
+
+
+OPTION_HELP = ("send this header on every HTTP request (repeatable); the value may name environment "
+               "variables, e.g. 'Authorization: Bearer ${TOKEN}', expanded at send time and never "
+               "written to reports, repro files or any other output")
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    """The one `--header` option of every command that talks HTTP (fuzz, replay, probe, load)."""
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=OPTION_HELP)
 
 
 class HeaderError(ValueError):
@@ -51,17 +62,21 @@ def configure(texts: Iterable[str], environ: Mapping[str, str] | None = None) ->
     return headers
 
 
-def _templates() -> list[tuple[str, str]]:
+def templates() -> list[tuple[str, str]]:
+    """The configured (name, template) pairs; a hot sender (a load user) reads them once and passes
+    them to `expanded`/`shown`, which otherwise read them from the environment on every call."""
     raw = os.environ.get(HEADERS_ENV)
     return [(str(n), str(v)) for n, v in orjson.loads(raw)] if raw else []
 
 
-def expanded() -> dict[str, str]:
+def expanded(given: list[tuple[str, str]] | None = None) -> dict[str, str]:
     """The configured headers with their variables' current values: what goes on the wire."""
-    return {name: _VAR.sub(lambda m: os.environ.get(m.group(1), ""), value) for name, value in _templates()}
+    pairs = templates() if given is None else given
+    return {name: _VAR.sub(lambda m: os.environ.get(m.group(1), ""), value) for name, value in pairs}
 
 
-def shown() -> dict[str, str]:
+def shown(given: list[tuple[str, str]] | None = None) -> dict[str, str]:
     """The same headers as the transcript records them: templates, and no literal credential."""
+    pairs = templates() if given is None else given
     return {name: value if _VAR.search(value) or name.lower() not in SENSITIVE else REDACTED
-            for name, value in _templates()}
+            for name, value in pairs}

@@ -23,7 +23,7 @@ from typing import Any, Final, NoReturn
 
 import orjson
 
-from targets import validate, wire
+from targets import extra_headers, validate, wire
 from targets.connect import Target
 from targets.connection import Connection, is_response_to
 from targets.http_driver import HttpConnection
@@ -491,12 +491,14 @@ def probe_main(argv: list[str]) -> int:
                         help=f"pages followed per list (default {DEFAULT_MAX_PAGES})")
     parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
+    extra_headers.add_option(parser)
     args = parser.parse_args(argv)
     try:
         validate.seconds(args.timeout, "--timeout")
         if args.max_pages < 1:
             raise validate.InputError("--max-pages must be at least 1")
-    except validate.InputError as exc:
+        extra_headers.configure(args.header)
+    except (validate.InputError, extra_headers.HeaderError) as exc:
         print(f"probe: {exc}", file=sys.stderr)
         return 2
     try:

@@ -42,6 +42,24 @@ class SpawnError(RuntimeError):
     """The command could not be started at all; the message is one line meant for the user."""
 
 
+GEVENT_PATCHED = (
+    "this process is gevent-monkey-patched, so its child processes cannot be watched reliably (a live "
+    "server reads as exited); Locust 2.40.0's pytest plugin patches every pytest process on import: "
+    "upgrade Locust (>= 2.40.1) or run pytest with -p no:locust"
+)
+
+
+def gevent_patched() -> bool:
+    """True when gevent has monkey-patched this process's subprocess handling.
+
+    Why: under gevent's patches, libev reaps children behind our back, so `exit_status` sees a
+    running server as gone and the properties report deaths that did not happen (false findings).
+    Spawning refuses instead (GEVENT_PATCHED). Locust's own processes never spawn servers."""
+    monkey = sys.modules.get("gevent.monkey")
+    check = getattr(monkey, "is_module_patched", None)
+    return bool(callable(check) and (check("subprocess") or check("os")))
+
+
 class ManagedProcess:
     """One started command: its pipes, its stderr ring, its tag, and the group it leads."""
 
@@ -215,6 +233,8 @@ def spawn(
     short-lived worker thread."""
     if not argv:
         raise SpawnError("empty command line")
+    if gevent_patched():
+        raise SpawnError(GEVENT_PATCHED)
     _install_signal_handlers()
     ownership.become_subreaper()
     argv = _resolve_own_script(argv)

@@ -69,19 +69,41 @@ def test_the_lowest_constraints_are_exactly_the_declared_lower_bounds():
     assert not missing, f"lower bounds not tested by .ci/constraints-lowest.txt: {missing}"
 
 
-@pytest.mark.slow
-def test_installing_mcp_gauntlet_keeps_a_newer_hypothesis_already_there(tmp_path: Path):
-    """The resolver, asked to install us beside the Hypothesis in this environment, leaves it alone."""
-    import hypothesis
+def _dry_run_installs(tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """What pip would install (name -> version) to add this project to the running environment."""
+    import os
+
+    import orjson
 
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet",
-         "--report", str(report), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), str(ROOT)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    import orjson
+    return {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in orjson.loads(report.read_bytes())["install"]}
 
-    installs = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in orjson.loads(report.read_bytes())["install"]}
+
+@pytest.mark.slow
+def test_installing_mcp_gauntlet_keeps_the_hypothesis_already_there(tmp_path: Path):
+    """The resolver, asked to install us beside the Hypothesis in this environment, leaves it alone
+    (on .venv-lowest that is 6.140.2, which the old `==6.170.17` pin replaced)."""
+    import hypothesis
+
+    installs = _dry_run_installs(tmp_path)
     assert "hypothesis" not in installs, f"pip would replace Hypothesis {hypothesis.__version__} with {installs['hypothesis']}"
+
+
+@pytest.mark.slow
+def test_installing_mcp_gauntlet_keeps_a_newer_hypothesis_than_the_old_pin(tmp_path: Path):
+    """A user's environment with a Hypothesis newer than any we have run (6.999.0: the index has
+    none newer than the old pin 6.170.17, so its metadata is put first on sys.path, which is where
+    pip looks for installed distributions) keeps it: no pin or cap on Hypothesis makes pip swap it."""
+    site = tmp_path / "site"
+    info = site / "hypothesis-6.999.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hypothesis\nVersion: 6.999.0\n")
+    (info / "INSTALLER").write_text("pip\n")
+    (info / "RECORD").write_text("")
+    installs = _dry_run_installs(tmp_path, env={"PYTHONPATH": str(site)})
+    assert "hypothesis" not in installs, f"pip would replace Hypothesis 6.999.0 with {installs['hypothesis']}"

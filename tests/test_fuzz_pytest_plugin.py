@@ -60,3 +60,14 @@ def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> Non
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "RPC-01" in proc.stdout and "which breaks RPC-04" in proc.stdout
     assert "transcript:" in proc.stdout and "-> send" in proc.stdout
+
+
+def test_a_gevent_patched_pytest_process_is_refused_not_judged(tmp_path: Path) -> None:
+    """Locust 2.40.0's pytest plugin gevent-patched every pytest process, and a correct server then
+    read as dead (false RPC-01 findings). Whatever patches the process, the suite refuses to start
+    servers there, with a line that says why, instead of judging them."""
+    (tmp_path / "gevent_first.py").write_text("from gevent import monkey\nmonkey.patch_all()\n")
+    proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "ids", "-p", "gevent_first")
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "gevent-monkey-patched" in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "RPC-01" not in proc.stdout, proc.stdout[-3000:]

@@ -7,6 +7,9 @@ stops shrinking or shares one database key across targets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import hypothesis
 from hypothesis.internal.conjecture import engine
 
@@ -46,3 +49,42 @@ def test_the_campaign_takes_its_internals_from_the_compat_module_only():
             if needle in text:
                 offenders.append(f"{path.relative_to(root)}: {needle}")
     assert offenders == []
+
+
+def _with_profile(name: str, body: Callable[[], Any]) -> Any:
+    """Run `body` with profile `name` loaded, then restore whatever profile was active."""
+    from hypothesis import settings
+
+    before = settings.default
+    settings.register_profile("mcp-gauntlet-test-before", before)
+    settings.load_profile(name)
+    try:
+        return body()
+    finally:
+        settings.load_profile("mcp-gauntlet-test-before")
+
+
+def test_outside_hypofuzz_a_derandomized_profile_is_left_alone():
+    from hypothesis import settings
+
+    def body() -> tuple[str | None, bool]:
+        return compat.fuzzable_profile_under_hypofuzz(), settings.default.derandomize
+
+    assert _with_profile("ci", body) == (None, True)
+
+
+def test_under_hypofuzz_the_ci_profile_becomes_random_with_a_database(monkeypatch):
+    import pytest
+    from hypothesis import settings
+
+    detection = pytest.importorskip("hypofuzz.detection", reason="HypoFuzz is not installed")
+    monkeypatch.setattr(detection, "_in_hypofuzz_run", True)
+
+    def body() -> tuple[str | None, bool, object, object]:
+        loaded = compat.fuzzable_profile_under_hypofuzz()
+        return loaded, settings.default.derandomize, settings.default.database, settings.default.deadline
+
+    loaded, derandomize, database, deadline = _with_profile("ci", body)
+    assert loaded == compat.HYPOFUZZ_PROFILE and not derandomize and database is not None
+    assert deadline is None  # the ci profile's other settings stay
+    assert _with_profile("default", compat.fuzzable_profile_under_hypofuzz) is None  # already random

@@ -23,9 +23,19 @@ def test_a_failure_shows_no_addresses_and_no_plugin_frames(tmp_path):
     assert "McpSession('stdio:" in proc.stdout
 
 
-def test_every_registered_property_has_a_suite_test():
+def test_the_suite_has_one_hypothesis_test_per_registered_property():
+    """Derived from the registry: exactly the registered properties, in campaign order, each a
+    module-level Hypothesis test (what HypoFuzz collects) with its own example-database key."""
+    from hypothesis.internal.reflection import function_digest
+
     import fuzz.properties.suite as suite
     from fuzz.properties.base import all_properties
 
-    missing = [name for name in all_properties() if not callable(getattr(suite, f"test_{name}", None))]
-    assert missing == [], f"add test_<name> to fuzz/properties/suite.py for: {missing}"
+    names = [f"test_{name}" for name in all_properties()]
+    module_tests = [n for n in vars(suite) if n.startswith("test_")]
+    assert module_tests == names and suite.__all__ == names
+    tests = [getattr(suite, n) for n in names]
+    assert all(t.is_hypothesis_test and t.__name__ == n and t.__module__ == suite.__name__
+               for t, n in zip(tests, names, strict=True))
+    assert all(t.__doc__ for t in tests)
+    assert len({function_digest(t.hypothesis.inner_test) for t in tests}) == len(tests)

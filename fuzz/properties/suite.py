@@ -2,67 +2,46 @@
 
     pytest --pyargs fuzz.properties.suite --mcp-target "stdio:python my_server.py"
 
-Each test draws one case per example with `st.data()` (the cases depend on what the target
-offers, learned when the session starts), plays it and fails with the violations and the
-transcript. Example counts come from the active Hypothesis profile (`--hypothesis-profile`).
-Importing these names into another test module collects them there too.
+One test per registered property (`base.all_properties()`), named `test_<property>` and made here
+in a loop, so a new property module is a new test with no edit to this file. Each is a real
+module-level Hypothesis test (what pytest and HypoFuzz collect): it draws one case per example
+with `st.data()` (the cases depend on what the target offers, learned when the session starts),
+plays it and fails with the violations and the transcript. Example counts come from the active
+Hypothesis profile (`--hypothesis-profile`). `from fuzz.properties.suite import *` in another
+test module collects them there too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fuzz.hypothesis_compat import set_database_key
+from fuzz.properties.base import all_properties
 from fuzz.pytest_plugin import McpSession, mcp_session, mcp_target  # noqa: F401 - fixtures, when the plugin is not loaded
 
 _SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                            HealthCheck.filter_too_much])
 
 
-@_SETTINGS
-@given(data=st.data())
-def test_framing(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """Malformed frames are answered or ignored as the rule says; the server lives on."""
-    mcp_session.check("framing", data)
+def _property_test(name: str, title: str) -> Callable[..., None]:
+    """`test_<name>`: one property as a Hypothesis test taking the session-wide `mcp_session`."""
+
+    def test(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811 - the fixture
+        mcp_session.check(name, data)
+
+    test.__name__ = test.__qualname__ = f"test_{name}"
+    test.__doc__ = f"{title[:1].upper()}{title[1:]}."
+    # Every generated test has the same source, which is what Hypothesis keys its example database
+    # by: the property's name keeps one property's saved failures from replaying under another.
+    set_database_key(test, f"fuzz.properties.suite:{name}".encode())
+    return _SETTINGS(given(data=st.data())(test))
 
 
-@_SETTINGS
-@given(data=st.data())
-def test_ids(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """Ids are never cross-wired; null and fractional ids are refused."""
-    mcp_session.check("ids", data)
-
-
-@_SETTINGS
-@given(data=st.data())
-def test_valid(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """Every valid frame is answered as the spec says."""
-    mcp_session.check("valid", data)
-
-
-@_SETTINGS
-@given(data=st.data())
-def test_history(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """Answers do not depend on what the process served before."""
-    mcp_session.check("history", data)
-
-
-@_SETTINGS
-@given(data=st.data())
-def test_lists(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """List results are the same on every process, whatever it served before."""
-    mcp_session.check("lists", data)
-
-
-@_SETTINGS
-@given(data=st.data())
-def test_handoff(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """An MRTR round-trip and a handle work across processes."""
-    mcp_session.check("handoff", data)
-
-
-@_SETTINGS
-@given(data=st.data())
-def test_mrtr(mcp_session: McpSession, data: st.DataObject) -> None:  # noqa: F811
-    """MRTR conversations, right and wrong."""
-    mcp_session.check("mrtr", data)
+__all__: list[str] = []
+for _name, _prop in all_properties().items():
+    globals()[f"test_{_name}"] = _property_test(_name, _prop.title)
+    __all__.append(f"test_{_name}")
+del _name, _prop
