@@ -138,6 +138,22 @@ class Exchange:
                 return event if event.note.startswith("exited by itself") else None
         return None
 
+    def request_scope(self, recv: int) -> list[Pair]:
+        """The requests a server notification at event `recv` may belong to (progress, logs).
+
+        Over HTTP exactly one: the POST whose response stream carried it. Over stdio what a
+        client can know: the requests on the same process that were sent before it and not yet
+        answered (the notification was written while they were in flight). A process the
+        campaign reused was retired clean, so nothing from earlier examples is still in flight.
+        """
+        event = self.events[recv]
+        if self.transport == "http":
+            pair = self.pair_at.get(event.ref) if event.ref is not None else None
+            return [pair] if pair is not None else []
+        return [p for p in self.pairs
+                if p.index < recv and p.proc == event.proc and p.sent.kind == "request"
+                and not any(r < recv for r in p.responses)]
+
     def advertised(self, capability: str) -> bool | None:
         """Whether the server advertised a capability in some DiscoverResult seen; None = unknown."""
         if self.server_capabilities is None:

@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 import fuzz.oracle.http_methods  # noqa: F401  (registers SL-11)
+import fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, LOG-01..02)
 import fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
 from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
 from fuzz.oracle.exchange import build_exchange
