@@ -13,9 +13,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.properties.base import Context, Property
+from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
+from fuzz.properties.surface import Surface, minimal_arguments
 
 _SCHEMA_FRAMES: Any = None
 
@@ -31,10 +32,50 @@ def schema_frames() -> st.SearchStrategy[dict[str, Any]]:
     return _SCHEMA_FRAMES
 
 
+# The coverage probes: request-scoped notifications a valid request may draw (DIGEST §12, §13).
+# name: (rule, progress token type, logLevel). The level asked is the highest, so any message
+# at all below it breaks LOG-02; without a level, any message at all breaks LOG-01.
+NOTIFICATION_PROBES: dict[str, tuple[str, str | None, str | None]] = {
+    "progress-none": ("PROG-01", None, None),
+    "progress-token-str": ("PROG-02", "str", None),
+    "progress-token-int": ("PROG-03", "int", None),
+    "log-level-none": ("LOG-01", None, None),
+    "log-level-emergency": ("LOG-02", None, "emergency"),
+}
+
+
+def probe_call(surface: Surface) -> Call:
+    """The request the notification probes send: a call of the first tool that needs no MRTR
+    round (a tool call is the long-running operation progress and logs report on), else
+    server/discover, which every server answers."""
+    triggers = {t.params.get("name") for t in surface.triggers}
+    for tool in surface.tools:
+        name = tool.get("name")
+        args = minimal_arguments(tool.get("inputSchema"))
+        if isinstance(name, str) and name not in triggers and args is not None:
+            return Call("tools/call", {"name": name, "arguments": args}, input_schema=tool.get("inputSchema"))
+    return Call("server/discover")
+
+
 class ValidProperty(Property):
     name = "valid"
     title = "every valid frame is answered as the spec says"
     fresh_per_example = 0
+    coverage_batch = len(NOTIFICATION_PROBES)
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """Each notification probe once: the same call with and without a progressToken (of
+        both types) and logLevel, so PROG-* and LOG-* are exercised on every campaign."""
+        base = probe_call(ctx.surface)
+        probes = []
+        for name, (rule, progress, level) in NOTIFICATION_PROBES.items():
+            call = Call(base.method, base.params, base.capabilities, log_level=level,
+                        input_schema=base.input_schema, progress=progress)
+            probes.append(Probe(name, rule, self._build("int", [call]), parts=call))
+        return probes
+
+    def combine(self, probes: list[Probe]) -> Case:
+        return self._build("int", [p.parts for p in probes])
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         item = st.one_of(surface_calls(ctx.surface), schema_frames())
