@@ -79,6 +79,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "the requested logLevel is ignored: every message is sent, below the level too"),
     Mutant("client-info-required", ("META-08",), "any",
            "tools/call fails with -32603 when the request carries no clientInfo (an audit log reads its name)"),
+    Mutant("param-header-unchecked", ("HDR-08",), "http",
+           "Mcp-Param-* headers are never checked: a tools/call without one, or with another value, is served"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )

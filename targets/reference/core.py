@@ -341,7 +341,8 @@ class Core:
         assert type(params) is dict and type(meta) is dict
         if http is not None:
             paths = None
-            if method == "tools/call":
+            if method == "tools/call" and "param-header-unchecked" not in self.bugs:
+                # (the mutant trusts the body and never looks at Mcp-Param-* headers: HDR-08)
                 paths = catalog.TOOL_HEADER_PATHS.get(params.get("name"))  # type: ignore[arg-type]
             problem = header_problem(http.headers, method, params, version, paths)
             if problem is not None:
