@@ -274,6 +274,14 @@ def client_info_required(db: Path, bugs: tuple[str, ...]) -> bool:
         return ("result" in named) != ("result" in anonymous)
 
 
+def param_header_unchecked(db: Path, bugs: tuple[str, ...]) -> bool:
+    msg = req(1, "tools/call", {"name": "list_events", "arguments": {"calendarId": "chapter", "limit": 5}})
+    with _http(db, bugs) as h:
+        # The Limit argument is in the body, its Mcp-Param-Limit header is not (HDR-08: -32020, 400).
+        resp = h.post(msg, headers={"Mcp-Param-Calendar": "chapter"})
+        return resp.status == 200
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -317,6 +325,7 @@ CHECKS: dict[str, Check] = {
     "log-without-level": log_without_level,
     "log-below-level": log_below_level,
     "client-info-required": client_info_required,
+    "param-header-unchecked": param_header_unchecked,
     "slow-leak": slow_leak,
 }
 

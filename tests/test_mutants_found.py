@@ -50,6 +50,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "log-without-level": ("http", "valid", 20, ""),
     "log-below-level": ("stdio", "valid", 20, ""),
     "client-info-required": ("stdio", "history", 20, ""),
+    "param-header-unchecked": ("http", "framing", 20, "hdr-param-*"),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12
