@@ -282,6 +282,13 @@ def param_header_unchecked(db: Path, bugs: tuple[str, ...]) -> bool:
         return resp.status == 200
 
 
+def cancel_echo(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(wire.build_notification("notifications/cancelled", {"requestId": 99}))
+        _, notes = s.call(req(1, "server/discover"))
+        return any(n.get("method") == "notifications/cancelled" for n in notes)
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -326,6 +333,7 @@ CHECKS: dict[str, Check] = {
     "log-below-level": log_below_level,
     "client-info-required": client_info_required,
     "param-header-unchecked": param_header_unchecked,
+    "cancel-echo": cancel_echo,
     "slow-leak": slow_leak,
 }
 

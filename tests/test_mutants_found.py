@@ -51,6 +51,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "log-below-level": ("stdio", "valid", 20, ""),
     "client-info-required": ("stdio", "history", 20, ""),
     "param-header-unchecked": ("http", "framing", 20, "hdr-param-*"),
+    "cancel-echo": ("stdio", "valid", 20, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

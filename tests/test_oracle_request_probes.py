@@ -1,5 +1,6 @@
 """The probes of issue 10 item 2 through the command a user runs: progress (PROG-*), logging
-(LOG-*), self-reported clientInfo (META-08) and `Mcp-Param-*` headers (HDR-08).
+(LOG-*), self-reported clientInfo (META-08), `Mcp-Param-*` headers (HDR-08) and cancellation
+(CAN-04, CAN-06; stdio only, since an HTTP client cancels by closing the stream).
 
 Each probe is sent by the coverage phase of every campaign (no `--mutations` needed): the
 reference server draws nothing from them over either transport (silence), each one-bug mutant
@@ -16,7 +17,8 @@ import pytest
 from fuzz_support import reference_http, reference_stdio, run_cli
 
 PROBES = {
-    "valid": {"progress-none", "progress-token-str", "progress-token-int", "log-level-none", "log-level-emergency"},
+    "valid": {"progress-none", "progress-token-str", "progress-token-int", "log-level-none", "log-level-emergency",
+              "cancel-in-flight", "cancel-unknown-request"},
     "history": {"client-info-absent", "client-info-other"},
     "framing": {"hdr-param-missing", "hdr-param-mismatch"},
 }
@@ -29,6 +31,7 @@ FIRING = {
     "log-below-level": ("http", "valid", ("LOG-02", "SHOULD")),
     "client-info-required": ("http", "history", ("META-08", "SHOULD")),
     "param-header-unchecked": ("http", "framing", ("HDR-08", "MUST")),
+    "cancel-echo": ("stdio", "valid", ("CAN-06", "MUST")),
 }
 
 
@@ -61,7 +64,10 @@ def test_probes_are_sent_and_silent_on_the_reference_server(transport: str, tmp_
         for name in names:
             if transport == "stdio" and name.startswith("hdr-param"):
                 assert "http" in not_tried[name]  # an HTTP-only probe says why it was not sent
+            elif transport == "http" and name.startswith("cancel-"):
+                assert "closing the stream" in not_tried[name]  # CAN-02: no notification over HTTP
             else:
                 assert name not in not_tried, (name, not_tried.get(name))
-    assert not {"PROG-01", "PROG-02", "PROG-03", "LOG-01", "LOG-02", "META-08"} \
-        & set(index["coverage"]["rules_not_exercised"])
+    exercised = {"PROG-01", "PROG-02", "PROG-03", "LOG-01", "LOG-02", "META-08",
+                 *(("CAN-04", "CAN-06") if transport == "stdio" else ("HDR-08",))}
+    assert not exercised & set(index["coverage"]["rules_not_exercised"])

@@ -1246,6 +1246,65 @@ def test_progress_of_an_earlier_example_on_a_reused_process_is_not_attributed() 
     assert {v.rule for v in judge(c.transcript)} == {"PROG-01"}
 
 
+# --- cancellation, DIGEST §11 (fuzz/oracle/cancellation.py) ---
+
+
+def _cancel(rid: Any) -> dict[str, Any]:
+    return wire.build_notification("notifications/cancelled", {"requestId": rid})
+
+
+@case("CAN-06", "the server echoes a client's cancellation")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(_with(1), ok(1, TOOL_OK))
+    c.send(_cancel(1))
+    if broken:
+        c.recv(_cancel(1))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    return c
+
+
+@case("CAN-06", "notifications/cancelled on a tools/call stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1))
+    if broken:
+        c.recv(_cancel(1), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    return c
+
+
+def test_can_06_accepts_a_cancelled_notification_that_ends_a_listen_stream() -> None:
+    c = stdio()
+    c.send(req("L", "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    c.recv(wire.build_notification("notifications/subscriptions/acknowledged", {
+        "_meta": {wire.META_SUBSCRIPTION_ID: "L"}, "notifications": {}}))
+    c.recv(_cancel("L"))
+    assert [v for v in judge(c.transcript) if v.rule == "CAN-06"] == []
+
+
+@case("CAN-04", "progress for a cancelled request after a later request was answered")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, token="t"))
+    c.recv(_progress("t", 1))
+    c.send(_cancel(1))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    if broken:
+        c.recv(_progress("t", 2))
+    return c
+
+
+def test_can_04_allows_output_in_the_race_window_and_a_late_response() -> None:
+    c = stdio()
+    c.send(_with(1, token="t", level="info"))
+    c.send(_cancel(1))
+    c.recv(_progress("t", 1))  # written before the server read the cancellation: the race
+    c.recv(ok(1, TOOL_OK))  # a response already under way may still arrive (CAN-07)
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    assert [v for v in judge(c.transcript) if v.rule.startswith("CAN-")] == []
+
+
 # --- the tests -------------------------------------------------------------------------------------
 
 ALL = [pytest.param(rule_id, name, broken, fixed, id=f"{rule_id}: {name}")

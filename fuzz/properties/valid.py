@@ -9,6 +9,7 @@ that kills the process or draws a late reply to a notification is caught in its 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
 from fuzz.properties.surface import Surface, minimal_arguments
+from targets import wire
 
 _SCHEMA_FRAMES: Any = None
 
@@ -57,11 +59,28 @@ def probe_call(surface: Surface) -> Call:
     return Call("server/discover")
 
 
+# Cancellation probes (DIGEST §11), stdio only: on HTTP a client cancels by closing the stream
+# and sends no notification (CAN-02). name: (rule, whether a request is in flight to cancel).
+CANCEL_PROBES: dict[str, tuple[str, bool]] = {
+    "cancel-in-flight": ("CAN-04", True),
+    "cancel-unknown-request": ("CAN-06", False),
+}
+UNKNOWN_REQUEST_ID = "gauntlet-never-sent"
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Send `call` without waiting for its answer (when given), then `notifications/cancelled`
+    naming it (or naming a request that was never sent, which CAN-05 says to ignore silently)."""
+
+    call: Call | None
+
+
 class ValidProperty(Property):
     name = "valid"
     title = "every valid frame is answered as the spec says"
     fresh_per_example = 0
-    coverage_batch = len(NOTIFICATION_PROBES)
+    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES)
 
     def coverage(self, ctx: Context) -> list[Probe]:
         """Each notification probe once: the same call with and without a progressToken (of
@@ -72,6 +91,13 @@ class ValidProperty(Property):
             call = Call(base.method, base.params, base.capabilities, log_level=level,
                         input_schema=base.input_schema, progress=progress)
             probes.append(Probe(name, rule, self._build("int", [call]), parts=call))
+        for name, (rule, in_flight) in CANCEL_PROBES.items():
+            if ctx.transport != "stdio":
+                probes.append(Probe(name, rule, None, "on HTTP a client cancels by closing the stream (CAN-02)"))
+                continue
+            cancel = Cancel(Call(base.method, base.params, base.capabilities, log_level="debug",
+                                 input_schema=base.input_schema, progress="str") if in_flight else None)
+            probes.append(Probe(name, rule, self._build("int", [cancel]), parts=cancel))
         return probes
 
     def combine(self, probes: list[Probe]) -> Case:
@@ -84,7 +110,15 @@ class ValidProperty(Property):
     def _build(self, id_style: str, items: list[Any]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style)
         for item in items:
-            if isinstance(item, Call):
+            if isinstance(item, Cancel):
+                rid: Any = UNKNOWN_REQUEST_ID
+                if item.call is not None:
+                    rid = b.rid()
+                    b.add(Step(proc=0, frame=item.call.frame(rid), wait="none", label=f"{item.call.method} (cancelled)",
+                               input_schema=item.call.input_schema))
+                b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
+                    "requestId": rid, "reason": "gauntlet cancellation probe"}), wait="none", label="cancel"))
+            elif isinstance(item, Call):
                 b.call(0, item)
             elif "id" in item:
                 frame = dict(item)

@@ -81,6 +81,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "tools/call fails with -32603 when the request carries no clientInfo (an audit log reads its name)"),
     Mutant("param-header-unchecked", ("HDR-08",), "http",
            "Mcp-Param-* headers are never checked: a tools/call without one, or with another value, is served"),
+    Mutant("cancel-echo", ("CAN-06",), "stdio",
+           "a client's notifications/cancelled is acknowledged with a notifications/cancelled of the server's own"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )

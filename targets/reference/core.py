@@ -320,6 +320,12 @@ class Core:
             params = msg.get("params")
             target = params.get("requestId") if isinstance(params, dict) else None
             if type(target) is str or type(target) is int:
+                if "cancel-echo" in self.bugs:
+                    # The bug: the cancellation is "acknowledged" with a notifications/cancelled of
+                    # the server's own, which it may send only to end a listen stream (CAN-06).
+                    echo = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                         "params": {"requestId": target, "reason": "cancelled by the client"}})
+                    return Reply(cancelled=id_key(target), notes=[echo])
                 return Reply(cancelled=id_key(target))
         return Reply(status=202)
 
