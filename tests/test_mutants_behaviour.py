@@ -289,6 +289,14 @@ def cancel_echo(db: Path, bugs: tuple[str, ...]) -> bool:
         return any(n.get("method") == "notifications/cancelled" for n in notes)
 
 
+def listen_id_as_string(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(req(7, "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["calendar://week"]}}))
+        ack = s.recv(5.0)
+        s.send(wire.build_notification("notifications/cancelled", {"requestId": 7}))
+        return ack["params"]["_meta"][wire.META_SUBSCRIPTION_ID] == "7"
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -334,6 +342,7 @@ CHECKS: dict[str, Check] = {
     "client-info-required": client_info_required,
     "param-header-unchecked": param_header_unchecked,
     "cancel-echo": cancel_echo,
+    "listen-id-as-string": listen_id_as_string,
     "slow-leak": slow_leak,
 }
 

@@ -52,6 +52,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "client-info-required": ("stdio", "history", 20, ""),
     "param-header-unchecked": ("http", "framing", 20, "hdr-param-*"),
     "cancel-echo": ("stdio", "valid", 20, ""),
+    "listen-id-as-string": ("stdio", "valid", 20, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

@@ -1,6 +1,7 @@
 """The probes of issue 10 item 2 through the command a user runs: progress (PROG-*), logging
 (LOG-*), self-reported clientInfo (META-08), `Mcp-Param-*` headers (HDR-08) and cancellation
-(CAN-04, CAN-06; stdio only, since an HTTP client cancels by closing the stream).
+(CAN-04, CAN-06; stdio only, since an HTTP client cancels by closing the stream) and
+`subscriptions/listen` (SUB-02..05; stdio only for now, see the probe's reason over HTTP).
 
 Each probe is sent by the coverage phase of every campaign (no `--mutations` needed): the
 reference server draws nothing from them over either transport (silence), each one-bug mutant
@@ -18,7 +19,7 @@ from fuzz_support import reference_http, reference_stdio, run_cli
 
 PROBES = {
     "valid": {"progress-none", "progress-token-str", "progress-token-int", "log-level-none", "log-level-emergency",
-              "cancel-in-flight", "cancel-unknown-request"},
+              "cancel-in-flight", "cancel-unknown-request", "listen-then-cancel"},
     "history": {"client-info-absent", "client-info-other"},
     "framing": {"hdr-param-missing", "hdr-param-mismatch"},
 }
@@ -32,6 +33,7 @@ FIRING = {
     "client-info-required": ("http", "history", ("META-08", "SHOULD")),
     "param-header-unchecked": ("http", "framing", ("HDR-08", "MUST")),
     "cancel-echo": ("stdio", "valid", ("CAN-06", "MUST")),
+    "listen-id-as-string": ("stdio", "valid", ("SUB-04", "MUST")),
 }
 
 
@@ -66,8 +68,10 @@ def test_probes_are_sent_and_silent_on_the_reference_server(transport: str, tmp_
                 assert "http" in not_tried[name]  # an HTTP-only probe says why it was not sent
             elif transport == "http" and name.startswith("cancel-"):
                 assert "closing the stream" in not_tried[name]  # CAN-02: no notification over HTTP
+            elif transport == "http" and name == "listen-then-cancel":
+                assert "closed by the harness" in not_tried[name]
             else:
                 assert name not in not_tried, (name, not_tried.get(name))
     exercised = {"PROG-01", "PROG-02", "PROG-03", "LOG-01", "LOG-02", "META-08",
-                 *(("CAN-04", "CAN-06") if transport == "stdio" else ("HDR-08",))}
+                 *(("CAN-04", "CAN-06", "SUB-03") if transport == "stdio" else ("HDR-08",))}
     assert not exercised & set(index["coverage"]["rules_not_exercised"])

@@ -1305,6 +1305,86 @@ def test_can_04_allows_output_in_the_race_window_and_a_late_response() -> None:
     assert [v for v in judge(c.transcript) if v.rule.startswith("CAN-")] == []
 
 
+# --- subscriptions/listen, DIGEST §10 (fuzz/oracle/subscriptions.py) ---
+
+
+def _listen(rid: Any, **wanted: Any) -> dict[str, Any]:
+    return req(rid, "subscriptions/listen", {"notifications": wanted})
+
+
+def _ack(sub: Any, honoured: dict[str, Any] | None = None) -> dict[str, Any]:
+    return wire.build_notification("notifications/subscriptions/acknowledged", {
+        "_meta": {wire.META_SUBSCRIPTION_ID: sub}, "notifications": honoured or {}})
+
+
+def _updated(sub: Any, uri: str = "calendar://week") -> dict[str, Any]:
+    return wire.build_notification("notifications/resources/updated",
+                                   {"uri": uri, "_meta": {wire.META_SUBSCRIPTION_ID: sub}})
+
+
+@case("SUB-03", "an update before the acknowledgement (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(1, resourceSubscriptions=["calendar://week"]))
+    if broken:
+        c.recv(_updated(1))
+    c.recv(_ack(1, {"resourceSubscriptions": ["calendar://week"]}))
+    c.recv(_updated(1))
+    c.send(_cancel(1))
+    return c
+
+
+@case("SUB-04", "subscriptionId \"1\" for listen id 1 (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(1, toolsListChanged=True))
+    c.recv(_ack("1" if broken else 1))
+    c.send(_cancel(1))
+    return c
+
+
+@case("SUB-04", "an update without subscriptionId on the listen stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen("L", resourceSubscriptions=["calendar://week"]))
+    c.recv(_ack("L"), ref=s, headers=SSE)
+    note = _updated("L")
+    if broken:
+        del note["params"]["_meta"]
+    c.recv(note, ref=s, headers=SSE)
+    return c
+
+
+@case("SUB-05", "a log message on the listen stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen("L", resourceSubscriptions=["calendar://week"]))
+    c.recv(_ack("L"), ref=s, headers=SSE)
+    if broken:
+        c.recv(_log("info"), ref=s, headers=SSE)
+    return c
+
+
+@case("SUB-02", "tools/list_changed that the filter did not ask for")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen("L", **({"promptsListChanged": True} if broken else {"toolsListChanged": True})))
+    c.recv(_ack("L"), ref=s, headers=SSE)
+    c.recv(wire.build_notification("notifications/tools/list_changed", {"_meta": {wire.META_SUBSCRIPTION_ID: "L"}}),
+           ref=s, headers=SSE)
+    return c
+
+
+@case("SUB-02", "an update for a URI nobody subscribed to (a sub-resource is fine)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(3, resourceSubscriptions=["file:///project"]))
+    c.recv(_ack(3, {"resourceSubscriptions": ["file:///project"]}))
+    c.recv(_updated(3, "file:///other" if broken else "file:///project/src/main.rs"))
+    c.send(_cancel(3))
+    return c
+
+
 # --- the tests -------------------------------------------------------------------------------------
 
 ALL = [pytest.param(rule_id, name, broken, fixed, id=f"{rule_id}: {name}")

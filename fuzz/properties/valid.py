@@ -76,11 +76,28 @@ class Cancel:
     call: Call | None
 
 
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Open `subscriptions/listen` with `notifications` as filter, let the acknowledgement come
+    (a server/discover answered after it), then cancel it as a stdio client does (SUB-07)."""
+
+    notifications: dict[str, Any]
+
+
+def listen_filter(surface: Surface) -> dict[str, Any]:
+    """The listen probe's filter: the first resource the target lists, and tools list changes."""
+    uris = [r["uri"] for r in surface.resources if isinstance(r.get("uri"), str)][:1]
+    return {"toolsListChanged": True, **({"resourceSubscriptions": uris} if uris else {})}
+
+
+LISTEN_PROBE = ("listen-then-cancel", "SUB-03")
+
+
 class ValidProperty(Property):
     name = "valid"
     title = "every valid frame is answered as the spec says"
     fresh_per_example = 0
-    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES)
+    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES) + 1
 
     def coverage(self, ctx: Context) -> list[Probe]:
         """Each notification probe once: the same call with and without a progressToken (of
@@ -98,6 +115,13 @@ class ValidProperty(Property):
             cancel = Cancel(Call(base.method, base.params, base.capabilities, log_level="debug",
                                  input_schema=base.input_schema, progress="str") if in_flight else None)
             probes.append(Probe(name, rule, self._build("int", [cancel]), parts=cancel))
+        name, rule = LISTEN_PROBE
+        if ctx.transport != "stdio":
+            probes.append(Probe(name, rule, None, "an HTTP listen stream must be closed by the harness, "
+                                                  "which the case format cannot say yet"))
+        else:
+            listen = Listen(listen_filter(ctx.surface))
+            probes.append(Probe(name, rule, self._build("int", [listen]), parts=listen))
         return probes
 
     def combine(self, probes: list[Probe]) -> Case:
@@ -110,7 +134,15 @@ class ValidProperty(Property):
     def _build(self, id_style: str, items: list[Any]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style)
         for item in items:
-            if isinstance(item, Cancel):
+            if isinstance(item, Listen):
+                rid = b.rid()
+                b.add(Step(proc=0, frame=wire.build_request(rid, "subscriptions/listen",
+                                                            {"notifications": dict(item.notifications)}),
+                           wait="none", label="listen"))
+                b.call(0, Call("server/discover"), label="while listening")
+                b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
+                    "requestId": rid, "reason": "gauntlet listen probe"}), wait="none", label="end listen"))
+            elif isinstance(item, Cancel):
                 rid: Any = UNKNOWN_REQUEST_ID
                 if item.call is not None:
                     rid = b.rid()

@@ -83,6 +83,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "Mcp-Param-* headers are never checked: a tools/call without one, or with another value, is served"),
     Mutant("cancel-echo", ("CAN-06",), "stdio",
            "a client's notifications/cancelled is acknowledged with a notifications/cancelled of the server's own"),
+    Mutant("listen-id-as-string", ("SUB-04",), "any",
+           "the listen acknowledgement names the subscription by the id's text (1 becomes \"1\")"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )

@@ -532,8 +532,10 @@ class Core:
         agreed = [u for u in dict.fromkeys(uris) if self._subscribable(u)]
         # Only resource updates are honoured: the lists never change, so no list_changed types (SUB-03).
         honoured: dict[str, Any] = {"resourceSubscriptions": agreed} if agreed else {}
+        # (the listen-id-as-string mutant names the subscription by the id's text: 1 becomes "1", SUB-04)
+        sub_id = str(ctx.request_id) if "listen-id-as-string" in self.bugs else ctx.request_id
         ack = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                            "params": {"_meta": {META_SUBSCRIPTION_ID: ctx.request_id}, "notifications": honoured}})
+                            "params": {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": honoured}})
         return Reply(notes=[ack], listen=Listen(ctx.request_id, frozenset(agreed)))
 
     def _subscribable(self, uri: str) -> bool:
