@@ -1427,3 +1427,22 @@ def test_violation_json_round_trip() -> None:
     for v in judge(c.transcript):
         assert Violation.from_json(v.to_json()) == v
         assert v.strength in ("MUST", "SHOULD", "HEURISTIC")
+
+
+def test_an_idless_error_trailing_the_answer_of_a_cancelled_request_is_not_a_reply_to_the_cancel() -> None:
+    """Request 1 in flight, its cancellation sent, then its answer and an id-less error: the error
+    may trail the answer (a stray error) or answer the cancellation (RPC-10); no guess. The same
+    error with nothing before it after the notification is still RPC-10."""
+    c = stdio()
+    c.send(_with(1))
+    c.send(_cancel(1))
+    c.recv(ok(1, TOOL_OK))
+    c.recv(wire.build_error(None, -32601, "stray"))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    assert "RPC-10" not in {v.rule for v in judge(c.transcript)}
+    d = stdio()
+    d.exchange(_with(1), ok(1, TOOL_OK))
+    d.send(_cancel(1))
+    d.recv(wire.build_error(None, -32601, "answered the notification"))
+    d.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    assert "RPC-10" in {v.rule for v in judge(d.transcript)}

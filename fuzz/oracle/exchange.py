@@ -276,6 +276,15 @@ def _pair_stdio(x: Exchange) -> None:
             _attribute(x, state, i, x.said[i])
 
 
+def _trails_earlier_answer(x: Exchange, recv: int, notification: int) -> bool:
+    """Whether the server's message before `recv` on its process answered a frame sent before
+    `notification` (and arrived after it was sent)."""
+    proc = x.events[recv].proc
+    before = next((j for j in range(recv - 1, notification, -1)
+                   if x.events[j].proc == proc and x.events[j].kind == "recv"), None)
+    return before is not None and x.answer_of.get(before, notification) < notification
+
+
 # A frame this large may be refused by a line or body limit before its id is read (RPC-07: the
 # id could not be read); 1 MiB is the oversized-frame mutation's default and a common limit.
 LARGE_FRAME_BYTES = 1 << 20
@@ -335,7 +344,15 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
                 x.pair_at[send_index].maybe_answered = True
             return
         if state.notifications:
-            take(state.notifications[-1], by_position=True)
+            latest = state.notifications[-1]
+            if _trails_earlier_answer(x, recv, latest):
+                # Right behind the answer to a request sent before the notification (a request
+                # still in flight when it went out, as a cancellation's is): a trailer of that
+                # answer or a reply to the notification, the bytes cannot say which. No guess.
+                x.ambiguous.append((recv, (latest,)))
+                x.pair_at[latest].maybe_answered = True
+                return
+            take(latest, by_position=True)
             return
         _orphan(x, recv, "null-id")
         return
