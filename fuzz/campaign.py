@@ -534,6 +534,7 @@ def run_job(
         return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
 
     # 1. coverage
+    known_before = set(state.known)
     try:
         _coverage_phase(job, prop, ctx, state, judge)
     except _Abort:
@@ -641,7 +642,9 @@ def run_job(
 
     try:
         with shrink_time_limit(job.shrink_seconds):
-            if stop_on_first:
+            if stop_on_first and state.known - known_before:
+                ended = ""  # the coverage phase found this property's first failure: stop there
+            elif stop_on_first:
                 ended = one_round((Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink), database,
                                   state.cap - state.generated, job.seed, multiple=False)
             else:

@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most this long shrinking the failures of one property (default 30)")
     p.add_argument("--mutations", metavar="NAME,...",
                    help="the framing property sends only these malformed frames (names or globs such as "
-                        "'hdr-*'; `mcp-gauntlet frames --list` names them, plus blank-line)")
+                        "'hdr-*'; `mcp-gauntlet frames --list` names them, plus blank-line, http-get, http-delete, "
+                        "hdr-param-missing and hdr-param-mismatch)")
     p.add_argument("--stop-on-first", "--first-finding", dest="stop_on_first", action="store_true",
                    help="stop each property at its first failure (shrunk), then go on to the next property "
                         "(default: keep exploring with that failure's group known)")

@@ -12,6 +12,7 @@ import http.client
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psutil
@@ -224,6 +225,78 @@ def structured_without_text(db: Path, bugs: tuple[str, ...]) -> bool:
         return "structuredContent" in result and not any(c.get("type") == "text" for c in result["content"])
 
 
+def _echo_call(rid: int, *, token: Any = None, level: str | None = None, info: bool = True) -> dict[str, Any]:
+    return wire.build_request(rid, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, log_level=level,
+                              progress_token=token, client_info=wire.HARNESS_CLIENT_INFO if info else None)
+
+
+def _progress_values(notes: list[Any]) -> list[Any]:
+    return [n["params"]["progress"] for n in notes if n.get("method") == "notifications/progress"]
+
+
+def progress_without_token(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        _, notes = s.call(_echo_call(1))
+        return bool(_progress_values(notes))
+
+
+def progress_not_increasing(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        _, notes = s.call(_echo_call(1, token="t"))
+        values = _progress_values(notes)
+        return len(values) < 2 or any(b <= a for a, b in zip(values, values[1:], strict=False))
+
+
+def progress_after_response(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.call(_echo_call(1, token=7))
+        s.send(req(2, "server/discover"))
+        late = s.recv(5.0)
+        return late is not None and late.get("method") == "notifications/progress"
+
+
+def log_without_level(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        _, notes = s.call(_echo_call(1))
+        return any(n.get("method") == "notifications/message" for n in notes)
+
+
+def log_below_level(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        _, notes = s.call(_echo_call(1, level="error"))  # echo logs at info
+        return any(n.get("method") == "notifications/message" for n in notes)
+
+
+def client_info_required(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        named, _ = s.call(_echo_call(1))
+        anonymous, _ = s.call(_echo_call(2, info=False))
+        return ("result" in named) != ("result" in anonymous)
+
+
+def param_header_unchecked(db: Path, bugs: tuple[str, ...]) -> bool:
+    msg = req(1, "tools/call", {"name": "list_events", "arguments": {"calendarId": "chapter", "limit": 5}})
+    with _http(db, bugs) as h:
+        # The Limit argument is in the body, its Mcp-Param-Limit header is not (HDR-08: -32020, 400).
+        resp = h.post(msg, headers={"Mcp-Param-Calendar": "chapter"})
+        return resp.status == 200
+
+
+def cancel_echo(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(wire.build_notification("notifications/cancelled", {"requestId": 99}))
+        _, notes = s.call(req(1, "server/discover"))
+        return any(n.get("method") == "notifications/cancelled" for n in notes)
+
+
+def listen_id_as_string(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(req(7, "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["calendar://week"]}}))
+        ack = s.recv(5.0)
+        s.send(wire.build_notification("notifications/cancelled", {"requestId": 7}))
+        return ack["params"]["_meta"][wire.META_SUBSCRIPTION_ID] == "7"
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -261,6 +334,15 @@ CHECKS: dict[str, Check] = {
     "tools-list-reordered": tools_list_reordered,
     "tool-name-invalid": tool_name_invalid,
     "structured-without-text": structured_without_text,
+    "progress-without-token": progress_without_token,
+    "progress-not-increasing": progress_not_increasing,
+    "progress-after-response": progress_after_response,
+    "log-without-level": log_without_level,
+    "log-below-level": log_below_level,
+    "client-info-required": client_info_required,
+    "param-header-unchecked": param_header_unchecked,
+    "cancel-echo": cancel_echo,
+    "listen-id-as-string": listen_id_as_string,
     "slow-leak": slow_leak,
 }
 

@@ -44,6 +44,15 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "tools-list-reordered": ("stdio", "lists", 30, ""),
     "tool-name-invalid": ("stdio", "lists", 30, ""),
     "structured-without-text": ("stdio", "lists", 30, ""),
+    "progress-without-token": ("stdio", "valid", 20, ""),
+    "progress-not-increasing": ("http", "valid", 20, ""),
+    "progress-after-response": ("stdio", "valid", 20, ""),
+    "log-without-level": ("http", "valid", 20, ""),
+    "log-below-level": ("stdio", "valid", 20, ""),
+    "client-info-required": ("stdio", "history", 20, ""),
+    "param-header-unchecked": ("http", "framing", 20, "hdr-param-*"),
+    "cancel-echo": ("stdio", "valid", 20, ""),
+    "listen-id-as-string": ("stdio", "valid", 20, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

@@ -178,12 +178,17 @@ def _wrap_notification(c: Crafter, type_name: str, note: dict[str, Any]) -> Craf
     listen_id = (note.get("params", {}).get("_meta", {}) or {}).get(wire.META_SUBSCRIPTION_ID)
     if listen_id is not None or method.endswith("list_changed") or method == "notifications/resources/updated":
         rid = listen_id if listen_id is not None else "listen-1"
-        request = _request("subscriptions/listen", rid, params={"notifications": {
-            "toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True,
-            "resourceSubscriptions": ["file:///project/config.json"]}})
+        uri = note.get("params", {}).get("uri", "file:///project/config.json")
+        wanted = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True,
+                  "resourceSubscriptions": [uri]}
+        request = _request("subscriptions/listen", rid, params={"notifications": wanted})
         s = c.send(request)
-        c.recv(note, ref=s if c.http else None, **({"headers": {"Content-Type": "text/event-stream",
-                                                                 "X-Accel-Buffering": "no"}} if c.http else {}))
+        sse = {"headers": {"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}} if c.http else {}
+        if method != "notifications/subscriptions/acknowledged":
+            # SUB-03: a stream opens with its acknowledgement; the example is what comes after it.
+            c.recv(wire.build_notification("notifications/subscriptions/acknowledged", {
+                "_meta": {wire.META_SUBSCRIPTION_ID: rid}, "notifications": wanted}), ref=s if c.http else None, **sse)
+        c.recv(note, ref=s if c.http else None, **sse)
         return c
     token = note.get("params", {}).get("progressToken")
     request = _request("tools/call", "req-1", params={

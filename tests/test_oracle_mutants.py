@@ -33,10 +33,18 @@ MUTANTS = [
     ("http-200-header-mismatch", "http", "HDR-01"),
     ("http-200-unknown-method", "http", "HDR-05"),
     ("cross-wired-ids", "http", "RPC-06"),
+    # Request-scoped notifications (DIGEST §12, §13): the scenario asks for progress and logs.
+    ("progress-without-token", "stdio", "PROG-01"),
+    ("progress-not-increasing", "http", "PROG-02"),
+    ("progress-after-response", "stdio", "PROG-03"),
+    ("progress-after-response", "http", "PROG-03"),
+    ("log-without-level", "http", "LOG-01"),
+    ("log-below-level", "stdio", "LOG-02"),
 ]
 
 
-@pytest.mark.parametrize(("bug", "transport", "rule_id"), MUTANTS, ids=[m[0] for m in MUTANTS])
+@pytest.mark.parametrize(("bug", "transport", "rule_id"), MUTANTS,
+                         ids=[f"{m[0]}-{m[1]}" for m in MUTANTS])
 def test_mutant_is_reported_under_its_rule(tmp_path: Path, bug: str, transport: str, rule_id: str) -> None:
     transcript, expectations = record(transport, tmp_path / "m.sqlite3", bug)
     found = judge(transcript, expectations=expectations)

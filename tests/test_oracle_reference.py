@@ -125,6 +125,12 @@ def scenario(rec: Recorder, *, malformed: bool = True) -> None:
                                            "argument": {"name": "focus", "value": "de"}}))
     rec.ask(rq(18, "tools/call", {"name": "test_logging_tool", "arguments": {}}, log_level="info"))
     rec.ask(rq(19, "tools/call", {"name": "no_such_tool", "arguments": {}}))  # -32602
+    # Request-scoped notifications (DIGEST §12, §13): progress under each token type, logs only
+    # at or above the level asked (the fixture logs info, warning and error).
+    rec.ask(rq(23, "tools/call", {"name": "echo", "arguments": {"text": "p"}}, progress_token="p-23",
+               log_level="debug"))
+    rec.ask(rq(24, "tools/call", {"name": "test_logging_tool", "arguments": {}}, progress_token=24,
+               log_level="warning"))
     if rec.http:
         rec.conn.send_concurrently([rq(20, "tools/list"), rq(21, "resources/list")])
     if malformed:

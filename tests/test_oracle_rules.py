@@ -1047,50 +1047,6 @@ def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
     return c, {"expectations": {s: Expectation("error-or-ignore", "STDIO-02", mutation="empty-line")}}
 
 
-# --- the tests -------------------------------------------------------------------------------------
-
-ALL = [pytest.param(rule_id, name, broken, fixed, id=f"{rule_id}: {name}")
-       for rule_id, cases in CASES.items() for name, broken, fixed in cases]
-
-
-def _run(build: Build) -> list[Violation]:
-    c, kwargs = build()
-    return judge(c.transcript, **kwargs)
-
-
-def _rule_of(v: Violation) -> str:
-    return v.rule
-
-
-@pytest.mark.parametrize(("rule_id", "name", "broken", "fixed"), ALL)
-def test_rule_fires_on_broken_exchange(rule_id: str, name: str, broken: Build, fixed: Build | None) -> None:
-    found = _run(broken)
-    expected_rule = {"EXPECT-REACTION": None, "EXPECT-LIVENESS": None}.get(rule_id, rule_id)
-    if expected_rule is None:  # expectation violations: the server's duty as rule, the probed rule apart
-        c, kwargs = broken()
-        probed = {e.rule for e in kwargs["expectations"].values()}
-        assert any(v.probe_rule in probed and v.rule == server_duty(v.probe_rule) for v in found), f"{name}: {found}"
-    else:
-        assert expected_rule in {v.rule for v in found}, f"{rule_id} did not fire on {name}: {found}"
-
-
-@pytest.mark.parametrize(("rule_id", "name", "broken", "fixed"), [p for p in ALL if p.values[3] is not None])
-def test_rule_silent_on_fixed_twin(rule_id: str, name: str, broken: Build, fixed: Build) -> None:
-    found = _run(fixed)
-    assert found == [], f"{name} (fixed) drew: " + "; ".join(f"{v.rule} {v.title}: {v.detail}" for v in found)
-
-
-def test_every_rule_has_a_firing_case() -> None:
-    assert set(CASES) == set(RULES), f"untested: {set(RULES) - set(CASES)}; unknown: {set(CASES) - set(RULES)}"
-
-
-def test_violation_json_round_trip() -> None:
-    c, _ = CASES["RT-01"][0][1]()
-    for v in judge(c.transcript):
-        assert Violation.from_json(v.to_json()) == v
-        assert v.strength in ("MUST", "SHOULD", "HEURISTIC")
-
-
 # --- rules of the coverage issue's new modules (fuzz/oracle/http_methods.py, tool_rules.py) ---
 
 
@@ -1135,3 +1091,358 @@ def _(broken: bool) -> Crafter:
     content = [] if broken else [{"type": "text", "text": '{"n": 1}'}]
     c.exchange(call(), ok(1, {"resultType": "complete", "content": content, "structuredContent": {"n": 1}}))
     return c
+
+
+# --- request-scoped notifications, DIGEST §12 and §13 (fuzz/oracle/request_notifications.py) ---
+
+
+def _progress(token: Any, value: float) -> dict[str, Any]:
+    return wire.build_notification("notifications/progress", {"progressToken": token, "progress": value})
+
+
+def _log(level: str) -> dict[str, Any]:
+    return wire.build_notification("notifications/message", {"level": level, "data": "x"})
+
+
+def _with(rid: Any, *, token: Any = None, level: str | None = None) -> dict[str, Any]:
+    return wire.build_request(rid, "tools/call", {"name": "echo", "arguments": {}}, log_level=level,
+                              progress_token=token)
+
+
+@case("PROG-01", "progress for a request without a progressToken (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, token=None if broken else "t1"))
+    c.recv(_progress(1 if broken else "t1", 1))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("PROG-01", "progress with another token on the request's stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1, token="t1"))
+    c.recv(_progress("t2" if broken else "t1", 1), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    return c
+
+
+@case("PROG-01", "progress token 1 for a request whose token is \"1\" (type kept)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(5, token="1"))
+    c.recv(_progress(1 if broken else "1", 1))
+    c.recv(ok(5, TOOL_OK))
+    return c
+
+
+@case("PROG-02", "progress repeats its value")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, token=7))
+    c.recv(_progress(7, 0.5))
+    c.recv(_progress(7, 0.5 if broken else 0.75))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("PROG-02", "progress goes backwards on an SSE stream")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1, token="t"))
+    c.recv(_progress("t", 2), ref=s, headers=SSE)
+    c.recv(_progress("t", 1 if broken else 3), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    return c
+
+
+@case("PROG-03", "progress after the response (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, token="t"))
+    c.recv(_progress("t", 1))
+    if not broken:
+        c.recv(_progress("t", 2))
+    c.recv(ok(1, TOOL_OK))
+    if broken:
+        c.recv(_progress("t", 2))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    return c
+
+
+@case("PROG-03", "progress after the response on the SSE stream")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1, token="t"))
+    if not broken:
+        c.recv(_progress("t", 2), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    if broken:
+        c.recv(_progress("t", 2), ref=s, headers=SSE)
+    return c
+
+
+@case("LOG-01", "a log message for a request without logLevel (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, level=None if broken else "info"))
+    c.recv(_log("info"))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("LOG-01", "a log message on the stream of a request without logLevel (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1, level=None if broken else "debug"))
+    c.recv(_log("error"), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    return c
+
+
+@case("LOG-02", "a log message below the requested level")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, level="warning"))
+    c.recv(_log("info" if broken else "warning"))
+    c.recv(ok(1, TOOL_OK))
+    return c
+
+
+@case("LOG-02", "debug on the stream of a request that asked for error (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1, level="error"))
+    c.recv(_log("debug" if broken else "critical"), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    return c
+
+
+def test_a_log_message_is_judged_only_when_every_request_in_flight_breaks_the_rule() -> None:
+    """Over stdio a log message names no request: with one request that asked for logs in flight,
+    it may be that request's, so no LOG-01; with two that asked for warning and info, an info
+    message is fine for the second (LOG-02 silent)."""
+    c = stdio()
+    c.send(_with(1))
+    c.send(_with(2, level="info"))
+    c.recv(_log("info"))
+    c.send(_with(3, level="warning"))
+    c.recv(_log("info"))
+    c.recv(ok(1, TOOL_OK))
+    c.recv(ok(2, TOOL_OK))
+    c.recv(ok(3, TOOL_OK))
+    assert [v for v in judge(c.transcript) if v.rule.startswith(("LOG-", "PROG-"))] == []
+
+
+def test_progress_of_an_earlier_example_on_a_reused_process_is_not_attributed() -> None:
+    c = Crafter("stdio")
+    c.spawn("spawned (reused)")
+    c.recv(_progress("old", 3))  # nothing of this transcript is in flight: not ours to judge
+    c.exchange(req(1, "server/discover"), ok(1, DISCOVER))
+    assert [v for v in judge(c.transcript) if v.rule.startswith("PROG-")] == []
+    c.send(_with(2))
+    c.recv(_progress("old", 4))  # while request 2 (no token) is in flight: PROG-01
+    c.recv(ok(2, TOOL_OK))
+    assert {v.rule for v in judge(c.transcript)} == {"PROG-01"}
+
+
+# --- cancellation, DIGEST §11 (fuzz/oracle/cancellation.py) ---
+
+
+def _cancel(rid: Any) -> dict[str, Any]:
+    return wire.build_notification("notifications/cancelled", {"requestId": rid})
+
+
+@case("CAN-06", "the server echoes a client's cancellation")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.exchange(_with(1), ok(1, TOOL_OK))
+    c.send(_cancel(1))
+    if broken:
+        c.recv(_cancel(1))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    return c
+
+
+@case("CAN-06", "notifications/cancelled on a tools/call stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_with(1))
+    if broken:
+        c.recv(_cancel(1), ref=s, headers=SSE)
+    c.recv(ok(1, TOOL_OK), ref=s, headers=SSE)
+    return c
+
+
+def test_can_06_accepts_a_cancelled_notification_that_ends_a_listen_stream() -> None:
+    c = stdio()
+    c.send(req("L", "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+    c.recv(wire.build_notification("notifications/subscriptions/acknowledged", {
+        "_meta": {wire.META_SUBSCRIPTION_ID: "L"}, "notifications": {}}))
+    c.recv(_cancel("L"))
+    assert [v for v in judge(c.transcript) if v.rule == "CAN-06"] == []
+
+
+@case("CAN-04", "progress for a cancelled request after a later request was answered")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_with(1, token="t"))
+    c.recv(_progress("t", 1))
+    c.send(_cancel(1))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    if broken:
+        c.recv(_progress("t", 2))
+    return c
+
+
+def test_can_04_allows_output_in_the_race_window_and_a_late_response() -> None:
+    c = stdio()
+    c.send(_with(1, token="t", level="info"))
+    c.send(_cancel(1))
+    c.recv(_progress("t", 1))  # written before the server read the cancellation: the race
+    c.recv(ok(1, TOOL_OK))  # a response already under way may still arrive (CAN-07)
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    assert [v for v in judge(c.transcript) if v.rule.startswith("CAN-")] == []
+
+
+# --- subscriptions/listen, DIGEST §10 (fuzz/oracle/subscriptions.py) ---
+
+
+def _listen(rid: Any, **wanted: Any) -> dict[str, Any]:
+    return req(rid, "subscriptions/listen", {"notifications": wanted})
+
+
+def _ack(sub: Any, honoured: dict[str, Any] | None = None) -> dict[str, Any]:
+    return wire.build_notification("notifications/subscriptions/acknowledged", {
+        "_meta": {wire.META_SUBSCRIPTION_ID: sub}, "notifications": honoured or {}})
+
+
+def _updated(sub: Any, uri: str = "calendar://week") -> dict[str, Any]:
+    return wire.build_notification("notifications/resources/updated",
+                                   {"uri": uri, "_meta": {wire.META_SUBSCRIPTION_ID: sub}})
+
+
+@case("SUB-03", "an update before the acknowledgement (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(1, resourceSubscriptions=["calendar://week"]))
+    if broken:
+        c.recv(_updated(1))
+    c.recv(_ack(1, {"resourceSubscriptions": ["calendar://week"]}))
+    c.recv(_updated(1))
+    c.send(_cancel(1))
+    return c
+
+
+@case("SUB-04", "subscriptionId \"1\" for listen id 1 (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(1, toolsListChanged=True))
+    c.recv(_ack("1" if broken else 1))
+    c.send(_cancel(1))
+    return c
+
+
+@case("SUB-04", "an update without subscriptionId on the listen stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen("L", resourceSubscriptions=["calendar://week"]))
+    c.recv(_ack("L"), ref=s, headers=SSE)
+    note = _updated("L")
+    if broken:
+        del note["params"]["_meta"]
+    c.recv(note, ref=s, headers=SSE)
+    return c
+
+
+@case("SUB-05", "a log message on the listen stream (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen("L", resourceSubscriptions=["calendar://week"]))
+    c.recv(_ack("L"), ref=s, headers=SSE)
+    if broken:
+        c.recv(_log("info"), ref=s, headers=SSE)
+    return c
+
+
+@case("SUB-02", "tools/list_changed that the filter did not ask for")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen("L", **({"promptsListChanged": True} if broken else {"toolsListChanged": True})))
+    c.recv(_ack("L"), ref=s, headers=SSE)
+    c.recv(wire.build_notification("notifications/tools/list_changed", {"_meta": {wire.META_SUBSCRIPTION_ID: "L"}}),
+           ref=s, headers=SSE)
+    return c
+
+
+@case("SUB-02", "an update for a URI nobody subscribed to (a sub-resource is fine)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(3, resourceSubscriptions=["file:///project"]))
+    c.recv(_ack(3, {"resourceSubscriptions": ["file:///project"]}))
+    c.recv(_updated(3, "file:///other" if broken else "file:///project/src/main.rs"))
+    c.send(_cancel(3))
+    return c
+
+
+# --- the tests -------------------------------------------------------------------------------------
+
+ALL = [pytest.param(rule_id, name, broken, fixed, id=f"{rule_id}: {name}")
+       for rule_id, cases in CASES.items() for name, broken, fixed in cases]
+
+
+def _run(build: Build) -> list[Violation]:
+    c, kwargs = build()
+    return judge(c.transcript, **kwargs)
+
+
+def _rule_of(v: Violation) -> str:
+    return v.rule
+
+
+@pytest.mark.parametrize(("rule_id", "name", "broken", "fixed"), ALL)
+def test_rule_fires_on_broken_exchange(rule_id: str, name: str, broken: Build, fixed: Build | None) -> None:
+    found = _run(broken)
+    expected_rule = {"EXPECT-REACTION": None, "EXPECT-LIVENESS": None}.get(rule_id, rule_id)
+    if expected_rule is None:  # expectation violations: the server's duty as rule, the probed rule apart
+        c, kwargs = broken()
+        probed = {e.rule for e in kwargs["expectations"].values()}
+        assert any(v.probe_rule in probed and v.rule == server_duty(v.probe_rule) for v in found), f"{name}: {found}"
+    else:
+        assert expected_rule in {v.rule for v in found}, f"{rule_id} did not fire on {name}: {found}"
+
+
+@pytest.mark.parametrize(("rule_id", "name", "broken", "fixed"), [p for p in ALL if p.values[3] is not None])
+def test_rule_silent_on_fixed_twin(rule_id: str, name: str, broken: Build, fixed: Build) -> None:
+    found = _run(fixed)
+    assert found == [], f"{name} (fixed) drew: " + "; ".join(f"{v.rule} {v.title}: {v.detail}" for v in found)
+
+
+def test_every_rule_has_a_firing_case() -> None:
+    assert set(CASES) == set(RULES), f"untested: {set(RULES) - set(CASES)}; unknown: {set(CASES) - set(RULES)}"
+
+
+def test_violation_json_round_trip() -> None:
+    c, _ = CASES["RT-01"][0][1]()
+    for v in judge(c.transcript):
+        assert Violation.from_json(v.to_json()) == v
+        assert v.strength in ("MUST", "SHOULD", "HEURISTIC")
+
+
+def test_an_idless_error_trailing_the_answer_of_a_cancelled_request_is_not_a_reply_to_the_cancel() -> None:
+    """Request 1 in flight, its cancellation sent, then its answer and an id-less error: the error
+    may trail the answer (a stray error) or answer the cancellation (RPC-10); no guess. The same
+    error with nothing before it after the notification is still RPC-10."""
+    c = stdio()
+    c.send(_with(1))
+    c.send(_cancel(1))
+    c.recv(ok(1, TOOL_OK))
+    c.recv(wire.build_error(None, -32601, "stray"))
+    c.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    assert "RPC-10" not in {v.rule for v in judge(c.transcript)}
+    d = stdio()
+    d.exchange(_with(1), ok(1, TOOL_OK))
+    d.send(_cancel(1))
+    d.recv(wire.build_error(None, -32601, "answered the notification"))
+    d.exchange(req(2, "server/discover"), ok(2, DISCOVER))
+    assert "RPC-10" in {v.rule for v in judge(d.transcript)}

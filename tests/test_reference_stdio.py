@@ -15,6 +15,7 @@ import pytest
 from reference_support import SERVE, StdioServer, complete_mrtr_params, req
 
 from targets import wire
+from targets.mutants import MUTANTS
 from targets.reference.request_state import StateSealer
 
 ELICIT = {"elicitation": {}}
@@ -310,7 +311,7 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert run.stdout == ""
     listed = subprocess.run([*SERVE, "--list-bugs"], capture_output=True, text=True, timeout=20)
     lines = listed.stdout.splitlines()
-    assert listed.returncode == 0 and "null-id-accepted\tRPC-04" in lines and len(lines) == 23
+    assert listed.returncode == 0 and "null-id-accepted\tRPC-04" in lines and len(lines) == len(MUTANTS)
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

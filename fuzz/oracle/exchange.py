@@ -138,6 +138,22 @@ class Exchange:
                 return event if event.note.startswith("exited by itself") else None
         return None
 
+    def request_scope(self, recv: int) -> list[Pair]:
+        """The requests a server notification at event `recv` may belong to (progress, logs).
+
+        Over HTTP exactly one: the POST whose response stream carried it. Over stdio what a
+        client can know: the requests on the same process that were sent before it and not yet
+        answered (the notification was written while they were in flight). A process the
+        campaign reused was retired clean, so nothing from earlier examples is still in flight.
+        """
+        event = self.events[recv]
+        if self.transport == "http":
+            pair = self.pair_at.get(event.ref) if event.ref is not None else None
+            return [pair] if pair is not None else []
+        return [p for p in self.pairs
+                if p.index < recv and p.proc == event.proc and p.sent.kind == "request"
+                and not any(r < recv for r in p.responses)]
+
     def advertised(self, capability: str) -> bool | None:
         """Whether the server advertised a capability in some DiscoverResult seen; None = unknown."""
         if self.server_capabilities is None:
@@ -260,6 +276,15 @@ def _pair_stdio(x: Exchange) -> None:
             _attribute(x, state, i, x.said[i])
 
 
+def _trails_earlier_answer(x: Exchange, recv: int, notification: int) -> bool:
+    """Whether the server's message before `recv` on its process answered a frame sent before
+    `notification` (and arrived after it was sent)."""
+    proc = x.events[recv].proc
+    before = next((j for j in range(recv - 1, notification, -1)
+                   if x.events[j].proc == proc and x.events[j].kind == "recv"), None)
+    return before is not None and x.answer_of.get(before, notification) < notification
+
+
 # A frame this large may be refused by a line or body limit before its id is read (RPC-07: the
 # id could not be read); 1 MiB is the oversized-frame mutation's default and a common limit.
 LARGE_FRAME_BYTES = 1 << 20
@@ -319,7 +344,15 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
                 x.pair_at[send_index].maybe_answered = True
             return
         if state.notifications:
-            take(state.notifications[-1], by_position=True)
+            latest = state.notifications[-1]
+            if _trails_earlier_answer(x, recv, latest):
+                # Right behind the answer to a request sent before the notification (a request
+                # still in flight when it went out, as a cancellation's is): a trailer of that
+                # answer or a reply to the notification, the bytes cannot say which. No guess.
+                x.ambiguous.append((recv, (latest,)))
+                x.pair_at[latest].maybe_answered = True
+                return
+            take(latest, by_position=True)
             return
         _orphan(x, recv, "null-id")
         return

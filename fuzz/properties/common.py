@@ -9,6 +9,7 @@ and nothing more; both kinds are used.
 from __future__ import annotations
 
 import copy
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ CAPABILITY_CHOICES: tuple[dict[str, Any], ...] = (
     ALL_CLIENT_CAPABILITIES,
 )
 SENTINEL_METHOD = "server/discover"
+# Whether a generated tools/call asks for progress, and with which token type (DIGEST §12).
+PROGRESS_CHOICES: st.SearchStrategy[str | None] = st.sampled_from([None, "str", "int"])
 
 
 @dataclass(slots=True)
@@ -42,12 +45,25 @@ class Call:
     version: str = wire.MODERN_VERSION
     log_level: str | None = None
     input_schema: dict[str, Any] | None = None  # the tool's, so HTTP Mcp-Param-* headers are right
+    progress: str | None = None  # "str" or "int": ask for progress with a token of that type (DIGEST §12)
+    client_info: dict[str, Any] | None = field(default_factory=lambda: dict(wire.HARNESS_CLIENT_INFO))
 
     def frame(self, rid: int | str) -> dict[str, Any]:
         return wire.build_request(
             rid, self.method, copy.deepcopy(self.params), capabilities=self.capabilities,
-            version=self.version, log_level=self.log_level,
+            version=self.version, log_level=self.log_level, progress_token=progress_token_for(self.progress, rid),
+            client_info=self.client_info,
         )
+
+
+def progress_token_for(style: str | None, rid: int | str) -> str | int | None:
+    """A progressToken derived from the request id, so tokens are unique among the requests in
+    flight, as the client must keep them (DIGEST §12); None when `style` asks for no progress."""
+    if style == "str":
+        return f"progress-{rid}"
+    if style == "int":
+        return rid if isinstance(rid, int) else zlib.crc32(str(rid).encode())
+    return None
 
 
 class CaseBuilder:
@@ -127,9 +143,9 @@ def surface_calls(surface: Surface, *, mrtr: bool = True) -> st.SearchStrategy[C
     if tools:
         def tool_call(tool: dict[str, Any]) -> st.SearchStrategy[Call]:
             return st.builds(
-                lambda args, c, lv, t=tool: Call("tools/call", {"name": t["name"], "arguments": args}, c,
-                                                 log_level=lv, input_schema=t.get("inputSchema")),
-                _tool_args(tool), caps, levels,
+                lambda args, c, lv, pg, t=tool: Call("tools/call", {"name": t["name"], "arguments": args}, c,
+                                                     log_level=lv, input_schema=t.get("inputSchema"), progress=pg),
+                _tool_args(tool), caps, levels, PROGRESS_CHOICES,
             )
 
         options.append(st.sampled_from(tools).flatmap(tool_call))

@@ -23,6 +23,8 @@ from fuzz.oracle.model import Expectation
 from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import CaseBuilder, id_styles
+from fuzz.properties.surface import Surface, minimal_arguments, sample_value
+from targets import wire
 
 LONG_LIVED_METHODS = frozenset({"subscriptions/listen"})
 
@@ -50,7 +52,54 @@ def blank_line(rid: int | str) -> list[Malformed]:
 ENDPOINT_METHODS = {"http-get": "GET", "http-delete": "DELETE"}
 #: Probes the framing property sends that the catalogue has no row for: name -> (rule, transport).
 EXTRAS: dict[str, tuple[str, str]] = {"blank-line": ("STDIO-02", "stdio"), "http-get": ("SL-11", "http"),
-                                      "http-delete": ("SL-11", "http")}
+                                      "http-delete": ("SL-11", "http"), "hdr-param-missing": ("HDR-08", "http"),
+                                      "hdr-param-mismatch": ("HDR-08", "http")}
+#: The HDR-08 probes need a tool of the target that declares `x-mcp-header` (so they are drawn
+#: from the surface, not the catalogue): a tools/call with the argument in the body and its
+#: `Mcp-Param-*` header left out, or holding another value. Either MUST get -32020 with 400.
+PARAM_PROBES = ("hdr-param-missing", "hdr-param-mismatch")
+
+
+def param_header_frames(name: str, surface: Surface) -> list[Malformed] | None:
+    """The HDR-08 probe `name` for the first callable tool with an `x-mcp-header` argument, or
+    None when the target lists none (then the probe cannot apply)."""
+    for tool in surface.tools:
+        schema = tool.get("inputSchema")
+        paths = wire.param_header_paths(schema)
+        args = minimal_arguments(schema)
+        if not paths or args is None or not isinstance(tool.get("name"), str):
+            continue
+        header, path = next(iter(paths.items()))
+        node: Any = schema
+        for key in path:
+            node = (node.get("properties") or {}).get(key) if isinstance(node, dict) else None
+        target = args
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        if target.get(path[-1]) is None:
+            target[path[-1]] = sample_value(node)
+        if wire.header_scalar(target[path[-1]]) is None:
+            continue
+        frame = wire.build_request(1, "tools/call", {"name": tool["name"], "arguments": args})
+        headers = wire.http_headers(frame, input_schema=schema)
+        wire_name = f"Mcp-Param-{header}"
+        if name == "hdr-param-missing":
+            headers.pop(wire_name, None)
+        else:
+            headers[wire_name] = wire.encode_header_value(_other_value(target[path[-1]]))
+        expect = Expectation("error", "HDR-08", codes=frozenset({wire.HEADER_MISMATCH}), statuses=frozenset({400}),
+                             mutation=name)
+        return [Malformed(name, frame, wire.dumps(frame), headers, expect, wait="response")]
+    return None
+
+
+def _other_value(value: Any) -> str:
+    """A header value that differs from the body's `value` whichever way a server compares."""
+    if isinstance(value, bool):
+        return "false" if value else "true"
+    if isinstance(value, int | float):
+        return str(int(value) + 1)
+    return f"{value}-not-this"
 
 
 def endpoint_method(name: str) -> list[Malformed]:
@@ -70,7 +119,7 @@ def mutation_names(transport: str) -> list[str]:
 
     names = [n for n in catalogue.mutation_names(transport=transport)
              if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
-    return names + (["blank-line"] if transport == "stdio" else list(ENDPOINT_METHODS))
+    return names + (["blank-line"] if transport == "stdio" else [*ENDPOINT_METHODS, *PARAM_PROBES])
 
 
 def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
@@ -167,6 +216,11 @@ class FramingProperty(Property):
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         frames = malformed_frames(ctx.transport, ctx.mutations, ctx.dual)
+        chosen = set(select_mutations(ctx.transport, ctx.mutations))
+        params = [f for f in (param_header_frames(n, ctx.surface) for n in PARAM_PROBES if n in chosen) if f]
+        if params:  # the HDR-08 probes come from the target's own tools: one draw in twenty
+            catalogue_frames = frames
+            frames = st.integers(0, 19).flatmap(lambda k: st.sampled_from(params) if k == 0 else catalogue_frames)
         return st.builds(self._build, id_styles(), st.lists(frames, min_size=1, max_size=3))
 
     def coverage(self, ctx: Context) -> list[Probe]:
@@ -184,6 +238,11 @@ class FramingProperty(Property):
                 probes.append(Probe(name, rule, None, f"needs the {where} transport"))
             elif name not in chosen:
                 probes.append(Probe(name, rule, None, "left out by --mutations"))
+            elif name in PARAM_PROBES:
+                frames = param_header_frames(name, ctx.surface)
+                probes.append(Probe(name, rule, self._build("int", [frames]) if frames else None,
+                                    "" if frames else "no callable tool declares an x-mcp-header argument",
+                                    parts=frames))
             else:
                 frames = probe_frames(name, ctx.transport, ctx.dual)
                 probes.append(Probe(name, rule, self._build("int", [frames]) if frames else None,

@@ -9,13 +9,16 @@ that kills the process or draws a late reply to a notification is caught in its 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.properties.base import Context, Property
+from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
+from fuzz.properties.surface import Surface, minimal_arguments
+from targets import wire
 
 _SCHEMA_FRAMES: Any = None
 
@@ -31,10 +34,98 @@ def schema_frames() -> st.SearchStrategy[dict[str, Any]]:
     return _SCHEMA_FRAMES
 
 
+# The coverage probes: request-scoped notifications a valid request may draw (DIGEST §12, §13).
+# name: (rule, progress token type, logLevel). The level asked is the highest, so any message
+# at all below it breaks LOG-02; without a level, any message at all breaks LOG-01.
+NOTIFICATION_PROBES: dict[str, tuple[str, str | None, str | None]] = {
+    "progress-none": ("PROG-01", None, None),
+    "progress-token-str": ("PROG-02", "str", None),
+    "progress-token-int": ("PROG-03", "int", None),
+    "log-level-none": ("LOG-01", None, None),
+    "log-level-emergency": ("LOG-02", None, "emergency"),
+}
+
+
+def probe_call(surface: Surface) -> Call:
+    """The request the notification probes send: a call of the first tool that needs no MRTR
+    round (a tool call is the long-running operation progress and logs report on), else
+    server/discover, which every server answers."""
+    triggers = {t.params.get("name") for t in surface.triggers}
+    for tool in surface.tools:
+        name = tool.get("name")
+        args = minimal_arguments(tool.get("inputSchema"))
+        if isinstance(name, str) and name not in triggers and args is not None:
+            return Call("tools/call", {"name": name, "arguments": args}, input_schema=tool.get("inputSchema"))
+    return Call("server/discover")
+
+
+# Cancellation probes (DIGEST §11), stdio only: on HTTP a client cancels by closing the stream
+# and sends no notification (CAN-02). name: (rule, whether a request is in flight to cancel).
+CANCEL_PROBES: dict[str, tuple[str, bool]] = {
+    "cancel-in-flight": ("CAN-04", True),
+    "cancel-unknown-request": ("CAN-06", False),
+}
+UNKNOWN_REQUEST_ID = "gauntlet-never-sent"
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Send `call` without waiting for its answer (when given), then `notifications/cancelled`
+    naming it (or naming a request that was never sent, which CAN-05 says to ignore silently)."""
+
+    call: Call | None
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Open `subscriptions/listen` with `notifications` as filter, let the acknowledgement come
+    (a server/discover answered after it), then cancel it as a stdio client does (SUB-07)."""
+
+    notifications: dict[str, Any]
+
+
+def listen_filter(surface: Surface) -> dict[str, Any]:
+    """The listen probe's filter: the first resource the target lists, and tools list changes."""
+    uris = [r["uri"] for r in surface.resources if isinstance(r.get("uri"), str)][:1]
+    return {"toolsListChanged": True, **({"resourceSubscriptions": uris} if uris else {})}
+
+
+LISTEN_PROBE = ("listen-then-cancel", "SUB-03")
+
+
 class ValidProperty(Property):
     name = "valid"
     title = "every valid frame is answered as the spec says"
     fresh_per_example = 0
+    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES) + 1
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """Each notification probe once: the same call with and without a progressToken (of
+        both types) and logLevel, so PROG-* and LOG-* are exercised on every campaign."""
+        base = probe_call(ctx.surface)
+        probes = []
+        for name, (rule, progress, level) in NOTIFICATION_PROBES.items():
+            call = Call(base.method, base.params, base.capabilities, log_level=level,
+                        input_schema=base.input_schema, progress=progress)
+            probes.append(Probe(name, rule, self._build("int", [call]), parts=call))
+        for name, (rule, in_flight) in CANCEL_PROBES.items():
+            if ctx.transport != "stdio":
+                probes.append(Probe(name, rule, None, "on HTTP a client cancels by closing the stream (CAN-02)"))
+                continue
+            cancel = Cancel(Call(base.method, base.params, base.capabilities, log_level="debug",
+                                 input_schema=base.input_schema, progress="str") if in_flight else None)
+            probes.append(Probe(name, rule, self._build("int", [cancel]), parts=cancel))
+        name, rule = LISTEN_PROBE
+        if ctx.transport != "stdio":
+            probes.append(Probe(name, rule, None, "an HTTP listen stream must be closed by the harness, "
+                                                  "which the case format cannot say yet"))
+        else:
+            listen = Listen(listen_filter(ctx.surface))
+            probes.append(Probe(name, rule, self._build("int", [listen]), parts=listen))
+        return probes
+
+    def combine(self, probes: list[Probe]) -> Case:
+        return self._build("int", [p.parts for p in probes])
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         item = st.one_of(surface_calls(ctx.surface), schema_frames())
@@ -43,7 +134,23 @@ class ValidProperty(Property):
     def _build(self, id_style: str, items: list[Any]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style)
         for item in items:
-            if isinstance(item, Call):
+            if isinstance(item, Listen):
+                rid = b.rid()
+                b.add(Step(proc=0, frame=wire.build_request(rid, "subscriptions/listen",
+                                                            {"notifications": dict(item.notifications)}),
+                           wait="none", label="listen"))
+                b.call(0, Call("server/discover"), label="while listening")
+                b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
+                    "requestId": rid, "reason": "gauntlet listen probe"}), wait="none", label="end listen"))
+            elif isinstance(item, Cancel):
+                rid: Any = UNKNOWN_REQUEST_ID
+                if item.call is not None:
+                    rid = b.rid()
+                    b.add(Step(proc=0, frame=item.call.frame(rid), wait="none", label=f"{item.call.method} (cancelled)",
+                               input_schema=item.call.input_schema))
+                b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
+                    "requestId": rid, "reason": "gauntlet cancellation probe"}), wait="none", label="cancel"))
+            elif isinstance(item, Call):
                 b.call(0, item)
             elif "id" in item:
                 frame = dict(item)

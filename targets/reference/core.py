@@ -35,6 +35,7 @@ from targets.wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -78,7 +79,8 @@ class Reply:
 
     body: the final JSON-RPC message (None: send none, e.g. a notification).
     status: the HTTP status (202 for an accepted notification).
-    notes: notifications to send before `body`, on this request's stream (logs, listen ack).
+    notes: notifications to send before `body`, on this request's stream (logs, progress, listen ack).
+    after: notifications sent after `body` (only the `progress-after-response` mutant has any).
     listen: set when a `subscriptions/listen` was accepted; the adapter keeps the stream open.
     cancelled: stdio only, the id key named by `notifications/cancelled`.
     session_id: the `http-session-id` mutant's header value.
@@ -87,6 +89,7 @@ class Reply:
     body: bytes | None = None
     status: int = 200
     notes: list[bytes] | None = None
+    after: list[bytes] | None = None
     listen: Listen | None = None
     cancelled: Any = None
     session_id: str | None = None
@@ -94,7 +97,8 @@ class Reply:
 
 @dataclass(slots=True)
 class Ctx:
-    """One request being handled: its id, params, declared capabilities, log threshold."""
+    """One request being handled: its id, params, declared capabilities, log threshold, and
+    progress token (DIGEST §12: progress goes only to a request that sent one)."""
 
     request_id: Any
     method: str
@@ -103,13 +107,45 @@ class Ctx:
     log_threshold: int | None
     state: Claims | None = None
     notes: list[bytes] | None = field(default=None)
+    progress_token: Any = None
+    bugs: frozenset[str] = frozenset()
+    after: list[bytes] | None = None  # notifications to write after the response (a mutant's)
 
     def log(self, level: str, data: Any) -> None:
-        """notifications/message, only when this request asked for it at this level (DIGEST §13)."""
-        if self.log_threshold is None or catalog.LOG_LEVELS[level] < self.log_threshold:
+        """notifications/message, only when this request asked for it at this level (DIGEST §13).
+
+        Mutants: `log-without-level` logs for a request that set no logLevel (as if the default
+        were "info"); `log-below-level` sends every message whatever the level asked."""
+        threshold = self.log_threshold
+        if threshold is None and "log-without-level" in self.bugs:
+            threshold = catalog.LOG_LEVELS["info"]
+        elif threshold is not None and "log-below-level" in self.bugs:
+            threshold = catalog.LOG_LEVELS["debug"]
+        if threshold is None or catalog.LOG_LEVELS[level] < threshold:
             return
-        note = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                             "params": {"level": level, "logger": "reference", "data": data}})
+        self._note({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": level, "logger": "reference", "data": data}})
+
+    def progress(self, done: int, total: int) -> bytes | None:
+        """notifications/progress for this request, only when it sent a progressToken (DIGEST §12);
+        `done` must grow with each call. Returns the notification it queued, None when none.
+
+        Mutants: `progress-without-token` reports progress under the request id when the request
+        sent no token; `progress-not-increasing` reports the first value again."""
+        token = self.progress_token
+        if token is None and "progress-without-token" in self.bugs:
+            token = self.request_id
+        if token is None:
+            return None
+        if "progress-not-increasing" in self.bugs:
+            done = 1
+        note = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
+                             "params": {"progressToken": token, "progress": done, "total": total}})
+        self.notes = [*(self.notes or ()), note]
+        return note
+
+    def _note(self, msg: dict[str, Any]) -> None:
+        note = orjson.dumps(msg)
         if self.notes is None:
             self.notes = [note]
         else:
@@ -245,7 +281,7 @@ class Core:
             body = orjson.dumps({"jsonrpc": "2.0", "id": out_id, "result": result})
         except orjson.JSONEncodeError:
             return self._error(rid, INTERNAL_ERROR, "Internal error: result not serialisable", http)
-        return Reply(body=body, notes=ctx.notes)
+        return Reply(body=body, notes=ctx.notes, after=ctx.after)
 
     def frame_too_large(self) -> Reply:
         """The reply to a stdio line longer than the adapter accepts: a parse error without id."""
@@ -284,6 +320,12 @@ class Core:
             params = msg.get("params")
             target = params.get("requestId") if isinstance(params, dict) else None
             if type(target) is str or type(target) is int:
+                if "cancel-echo" in self.bugs:
+                    # The bug: the cancellation is "acknowledged" with a notifications/cancelled of
+                    # the server's own, which it may send only to end a listen stream (CAN-06).
+                    echo = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                         "params": {"requestId": target, "reason": "cancelled by the client"}})
+                    return Reply(cancelled=id_key(target), notes=[echo])
                 return Reply(cancelled=id_key(target))
         return Reply(status=202)
 
@@ -305,7 +347,8 @@ class Core:
         assert type(params) is dict and type(meta) is dict
         if http is not None:
             paths = None
-            if method == "tools/call":
+            if method == "tools/call" and "param-header-unchecked" not in self.bugs:
+                # (the mutant trusts the body and never looks at Mcp-Param-* headers: HDR-08)
                 paths = catalog.TOOL_HEADER_PATHS.get(params.get("name"))  # type: ignore[arg-type]
             problem = header_problem(http.headers, method, params, version, paths)
             if problem is not None:
@@ -324,7 +367,15 @@ class Core:
             # The bug: capabilities are remembered across requests (META-02).
             self._remembered.update(caps)
             caps = dict(self._remembered)
-        ctx = Ctx(rid, method, params, caps, threshold)
+        token = meta.get("progressToken")
+        if type(token) is not str and type(token) is not int:
+            token = None  # absent (or not a ProgressToken): this request gets no progress
+        if "client-info-required" in self.bugs and method == "tools/call" \
+                and type(meta.get(META_CLIENT_INFO)) is not dict:
+            # The bug: the audit log reads clientInfo.name, so a client that does not say who it
+            # is fails (META-08: behaviour must not depend on self-reported clientInfo).
+            raise RpcError(INTERNAL_ERROR, "Internal error: clientInfo.name is required")
+        ctx = Ctx(rid, method, params, caps, threshold, progress_token=token, bugs=self.bugs)
         if method in INPUT_REQUIRED_METHODS and "requestState" in params:
             field_name = NAME_HEADER_FIELD[method]
             try:
@@ -395,11 +446,16 @@ class Core:
             raise RpcError(INVALID_PARAMS, "Invalid params: arguments must be an object")
         if "list-changes-after-call" in self.bugs:
             self._called_tool = True
+        ctx.progress(1, 2)  # a tool call is the one long-running operation here: started
         result = fn(self, ctx, args)
         if "structured-without-text" in self.bugs and "structuredContent" in result:
             # the mutant: structuredContent with no text block at all (TOOL-12)
             result = {**result, "content": []}
         ctx.log("info", {"tool": name, "outcome": "error" if result.get("isError") else result["resultType"]})
+        finished = ctx.progress(2, 2)  # done: the last progress goes before the response (DIGEST §12)
+        if finished is not None and "progress-after-response" in self.bugs and ctx.notes:
+            ctx.notes.pop()  # the mutant: the final progress is written after the response
+            ctx.after = [finished]
         return result
 
     def _resources_list(self, ctx: Ctx) -> dict[str, Any]:
@@ -476,8 +532,10 @@ class Core:
         agreed = [u for u in dict.fromkeys(uris) if self._subscribable(u)]
         # Only resource updates are honoured: the lists never change, so no list_changed types (SUB-03).
         honoured: dict[str, Any] = {"resourceSubscriptions": agreed} if agreed else {}
+        # (the listen-id-as-string mutant names the subscription by the id's text: 1 becomes "1", SUB-04)
+        sub_id = str(ctx.request_id) if "listen-id-as-string" in self.bugs else ctx.request_id
         ack = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-                            "params": {"_meta": {META_SUBSCRIPTION_ID: ctx.request_id}, "notifications": honoured}})
+                            "params": {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": honoured}})
         return Reply(notes=[ack], listen=Listen(ctx.request_id, frozenset(agreed)))
 
     def _subscribable(self, uri: str) -> bool:

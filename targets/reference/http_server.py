@@ -220,10 +220,11 @@ class _Conn(asyncio.Protocol):
         extra = b"" if reply.session_id is None else b"Mcp-Session-Id: %s\r\n" % reply.session_id.encode()
         if reply.listen is not None:
             self._open_stream(reply, extra)
-        elif reply.notes:
-            parts = [sse_event(n) for n in reply.notes]
+        elif reply.notes or reply.after:
+            parts = [sse_event(n) for n in reply.notes or ()]
             if reply.body is not None:
                 parts.append(sse_event(reply.body))
+            parts.extend(sse_event(n) for n in reply.after or ())
             self._write(reply.status, None, b"".join(parts), extra=_SSE_HEADERS + extra)
         elif reply.body is not None:
             self._write(reply.status, b"application/json", reply.body, extra=extra)

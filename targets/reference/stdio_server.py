@@ -109,6 +109,8 @@ def serve_stdio(core: Core, *, stdin_fd: int = 0, stdout_fd: int = 1) -> int:
                         out.line(note)
                 if reply.body is not None:
                     out.line(reply.body)
+                for note in reply.after or ():
+                    out.line(note)
                 if reply.listen is not None:
                     listen = reply.listen
                     listen.send = out.line
