@@ -136,6 +136,9 @@ class CampaignConfig:
     stop_on_first: bool = False
     mutations: tuple[str, ...] = ()
     known: frozenset[str] = frozenset()  # group ids of a --known baseline: filed, never stopped for
+    # --stop-on-rule: end the whole campaign at the first finding of one of these rules (its rule or
+    # its probe's); everything before that point is the same campaign as without it
+    stop_on_rules: frozenset[str] = frozenset()
     started: float | None = None  # time.monotonic() when the command started: --duration counts from there
 
 
@@ -316,6 +319,17 @@ class _Stopped(BaseException):  # noqa: N818 - a control-flow signal
     """The target stopped answering (Run.stopped_answering): reported once, the property ends."""
 
 
+def halted_note(rule: str) -> str:
+    return f"{HALTED_PREFIX}{rule} was found (--stop-on-rule); the properties after this one did not run"
+
+
+HALTED_PREFIX = "halted: "
+
+
+class _Halted(BaseException):  # noqa: N818 - a control-flow signal
+    """A finding of a --stop-on-rule rule was filed: this job ends, and the campaign after it."""
+
+
 class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error to report
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
@@ -363,6 +377,7 @@ class _JobState:
     passed: set[bytes] = field(default_factory=set)
     harness_error: str = ""
     stopped: str = ""  # why the target stopped answering, once it did
+    halted: str = ""  # the --stop-on-rule rule whose finding ended the job
     engine: list[Any] = field(default_factory=list)  # the running ConjectureRunner (hypothesis_compat)
     probes: list[ProbeOutcome] = field(default_factory=list)
 
@@ -436,7 +451,7 @@ def _end_generation(state: _JobState) -> None:
 def run_job(
     job: Job, prop: Property, endpoint: Endpoint, ctx: Context, sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, stop_on_first: bool = False,
-    known: frozenset[str] = frozenset(),
+    known: frozenset[str] = frozenset(), stop_on_rules: frozenset[str] = frozenset(),
 ) -> PropertyRun:
     """Run one property over one transport: coverage probes, database replays, then exploring.
 
@@ -447,6 +462,8 @@ def run_job(
        it; a new one is shrunk, and then a new round explores on with that group known too,
        until the examples or the time are spent.
     `stop_on_first`: one Hypothesis run that stops at the first failure and shrinks it.
+    `stop_on_rules`: the job ends as soon as a finding of one of these rules (or probing one) is
+    filed, with a `halted_note` that tells the caller to run no further job.
     """
     started = time.monotonic()
     reason = prop.applicable(ctx)
@@ -526,6 +543,10 @@ def run_job(
         group = group_of(evidence)
         if record:
             sink.record(evidence)
+            hit = stop_on_rules & {evidence.rule, evidence.probe_rule or evidence.rule}
+            if hit:
+                state.halted = min(hit)
+                raise _Halted()
         if run.stopped_answering is not None:
             state.stopped = run.stopped_answering
             raise _Stopped()  # filed once above; more examples would only time out again
@@ -541,6 +562,8 @@ def run_job(
         return _job_record(job, state, started, sink, error=state.harness_error)
     except _Stopped:  # filed once; every further example would only time out again
         return _job_record(job, state, started, sink, note=STOPPED_NOTE)
+    except _Halted:
+        return _job_record(job, state, started, sink, note=halted_note(state.halted))
     except KeyboardInterrupt:
         raise Interrupted(_job_record(job, state, started, None, note="interrupted")) from None
 
@@ -617,6 +640,8 @@ def run_job(
             return "abort"
         except _Stopped:
             return "stopped"
+        except _Halted:
+            return "halted"
         except _Failure:
             return ""
         except hypothesis.errors.Unsatisfiable:
@@ -628,6 +653,8 @@ def run_job(
             others = [e for e in flat if not isinstance(e, _Failure)]
             if any(isinstance(e, _Stopped) for e in others):
                 return "stopped"
+            if any(isinstance(e, _Halted) for e in others):
+                return "halted"
             if any(isinstance(e, _Budget) for e in others):
                 return "budget"
             if others:
@@ -669,6 +696,8 @@ def run_job(
             error = ended.removeprefix("error: ")
         if ended == "stopped":
             note = STOPPED_NOTE
+        if ended == "halted":
+            note = halted_note(state.halted)
     except KeyboardInterrupt:
         interrupted = True
     except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
@@ -750,7 +779,7 @@ def run_jobs_here(
     jobs: list[Job], prepared: list[Prepared], props: dict[str, Property], sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
     runs: list[PropertyRun] | None = None, stop_on_first: bool = False, known: frozenset[str] = frozenset(),
-    deadline: float | None = None,
+    deadline: float | None = None, stop_on_rules: frozenset[str] = frozenset(),
 ) -> list[PropertyRun]:
     """Run jobs in this process, one endpoint per target for all of them (warm processes and
     pools carry over from one property to the next).
@@ -777,10 +806,13 @@ def run_jobs_here(
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(timeout, 5.0))
             try:
                 runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
-                                    database=database, timeout=timeout, stop_on_first=stop_on_first, known=known))
+                                    database=database, timeout=timeout, stop_on_first=stop_on_first, known=known,
+                                    stop_on_rules=stop_on_rules))
             except Interrupted as exc:
                 runs.append(exc.record)
                 raise
+            if runs[-1].note.startswith(HALTED_PREFIX):
+                break
     finally:
         for endpoint in endpoints.values():
             with contextlib.suppress(Exception):
@@ -826,7 +858,7 @@ def run_campaign(
         if config.workers <= 1:
             run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs,
                           stop_on_first=config.stop_on_first, known=config.known,
-                          deadline=deadline)
+                          deadline=deadline, stop_on_rules=config.stop_on_rules)
         else:
             _run_workers(config, jobs, prepared, store, progress, runs, result)
     except KeyboardInterrupt:

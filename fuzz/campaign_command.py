@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
+import re
 import secrets
 import signal
 import sys
@@ -86,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-on-first", "--first-finding", dest="stop_on_first", action="store_true",
                    help="stop each property at its first failure (shrunk), then go on to the next property "
                         "(default: keep exploring with that failure's group known)")
+    p.add_argument("--stop-on-rule", metavar="RULE,...", default="",
+                   help="end the campaign at the first finding of one of these rule ids (its rule, or the rule "
+                        "its probe tests); until then it is the same campaign, seed for seed; --workers 1 only")
     p.add_argument("--tools", choices=("all", "read-only", "none"), default="all",
                    help="which tools the campaign may call with generated arguments: all, read-only (the tools "
                         "annotated readOnlyHint and not destructiveHint) or none (default all)")
@@ -196,6 +200,21 @@ def _known(path: str | None) -> dict[str, str]:
     return out
 
 
+_RULE_ID = re.compile(r"[A-Z][A-Z0-9]*-[0-9]+")
+
+
+def _stop_rules(text: str, workers: int) -> frozenset[str]:
+    """--stop-on-rule's rule ids (DIGEST ids such as RPC-04, upper case); one worker only, because
+    the campaign ends from the process that files the finding."""
+    rules = frozenset(r.strip().upper() for r in text.split(",") if r.strip())
+    bad = sorted(r for r in rules if not _RULE_ID.fullmatch(r))
+    if bad:
+        raise UsageError(f"--stop-on-rule: {', '.join(bad)} is not a rule id (such as RPC-04)")
+    if rules and workers > 1:
+        raise UsageError("--stop-on-rule needs --workers 1")
+    return rules
+
+
 def _default_out() -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("gauntlet-out") / f"fuzz-{stamp}"
@@ -213,6 +232,7 @@ def fuzz_main(argv: list[str]) -> int:
         args.mutation_patterns = _mutations(args.mutations, specs)
         extra_headers.configure(args.header)
         args.known_groups = _known(args.known)
+        args.stop_rules = _stop_rules(args.stop_on_rule, args.workers)
     except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
@@ -248,7 +268,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         max_examples=args.max_examples if args.duration is None else None, duration=args.duration,
         database=database, workers=args.workers, timeout=args.timeout, shrink_seconds=args.shrink_time,
         stop_on_first=args.stop_on_first, mutations=args.mutation_patterns,
-        known=frozenset(args.known_groups), started=started,
+        known=frozenset(args.known_groups), started=started, stop_on_rules=frozenset(args.stop_rules),
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
     from fuzz.tool_policy import ToolPolicy

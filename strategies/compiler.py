@@ -716,6 +716,7 @@ class SchemaCompiler:
 
 
 _CONSTANT_ATTR = "_gauntlet_constant"
+_FILL_ATTR = "_gauntlet_fill"
 
 
 def constant(value: Any) -> st.SearchStrategy[Any]:
@@ -737,6 +738,31 @@ def _const_of(strat: st.SearchStrategy[Any]) -> tuple[bool, Any]:
     return (True, marker[0]) if marker is not None else (False, None)
 
 
+_Draw = Callable[[st.SearchStrategy[Any]], Any]
+# How `record` fills one member: the constant itself, a nested record's fill function called with
+# the same `draw` (no draw of its own), or a draw.
+_Member = tuple[str, Any, Any]
+_CONST, _INLINE, _DRAW = 0, 1, 2
+
+
+def _member(name: str, strat: st.SearchStrategy[Any]) -> _Member:
+    is_const, value = _const_of(strat)
+    if is_const:
+        return (name, _CONST, value)
+    fill = getattr(strat, _FILL_ATTR, None)
+    if fill is not None:
+        return (name, _INLINE, fill)
+    return (name, _DRAW, strat)
+
+
+def _fill_member(draw: _Draw, how: int, what: Any) -> Any:
+    if how == _CONST:
+        return what
+    if how == _INLINE:
+        return what(draw)
+    return draw(what)
+
+
 def record(
     required: Mapping[str, st.SearchStrategy[Any]],
     optional: Mapping[str, st.SearchStrategy[Any]] | None = None,
@@ -752,26 +778,27 @@ def record(
     "required keys only", and shrinks there), constants cost nothing, and keys keep the
     schema's order, which keeps printed frames readable and stable.
 
+    A member that is itself a `record` is filled inline, inside this record's draw, instead of
+    by a draw of its own: a frame is records four deep (frame, params, `_meta`, capabilities),
+    and each Hypothesis draw costs a span the engine then walks when it simulates, mutates and
+    shrinks. The values drawn and the choices made are the same; only the spans are fewer
+    (tests/benchmarks/bench_strategies.py measures the effect).
+
     sparse: each optional key is present with probability about 1/4 (two bits ANDed) rather
     than 1/2. Nested objects use it, so frames stay small and cheap; the params object of a
     frame does not, so e.g. `tools/call.arguments` is there half of the time.
     """
-    req = []
-    for name, strat in required.items():
-        is_const, value = _const_of(strat)
-        req.append((name, is_const, value, strat))
-    opt = tuple((optional or {}).items())
+    req_t = tuple(_member(name, strat) for name, strat in required.items())
+    opt = tuple(_member(name, strat) for name, strat in (optional or {}).items())
     width = len(opt)
     # sparse: one draw of 2*width bits; a key is present when both of its bits are set (1/4)
     mask = st.integers(0, (1 << (2 * width if sparse else width)) - 1) if opt else None
     low = (1 << width) - 1
-    req_t = tuple(req)
 
-    @st.composite
-    def draw_record(draw: Callable[[st.SearchStrategy[Any]], Any]) -> dict[str, Any]:
+    def fill(draw: _Draw) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name, is_const, value, strat in req_t:
-            out[name] = value if is_const else draw(strat)
+        for name, how, what in req_t:
+            out[name] = what if how == _CONST else _fill_member(draw, how, what)
         if mask is not None:
             bits = draw(mask)
             if sparse:
@@ -779,13 +806,22 @@ def record(
             index = 0
             while bits:
                 if bits & 1:
-                    name, strat = opt[index]
-                    out[name] = draw(strat)
+                    name, how, what = opt[index]
+                    out[name] = _fill_member(draw, how, what)
                 bits >>= 1
                 index += 1
         return out
 
-    return draw_record()
+    @st.composite
+    def draw_record(draw: _Draw) -> dict[str, Any]:
+        return fill(draw)
+
+    strat = draw_record()
+    try:
+        setattr(strat, _FILL_ATTR, fill)
+    except AttributeError:  # pragma: no cover - a future Hypothesis with __slots__: a plain draw
+        pass
+    return strat
 
 
 def _is_multiple(value: float, multiple: float) -> bool:

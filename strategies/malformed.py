@@ -633,7 +633,8 @@ def _truncate(draw: Draw, state: str) -> str:
     return state[: len(state) - 1 - draw(st.integers(0, len(state) - 1))]
 
 
-_FORGED = [
+#: requestState values no server minted (the `state-forged` row; the mrtr property plays them too)
+FORGED_STATES = [
     base64.urlsafe_b64encode(b'{"admin":true}').decode().rstrip("="),
     base64.urlsafe_b64encode(b'{"step":99,"user":"root"}').decode().rstrip("="),
     "eyJhbGciOiJub25lIn0.eyJzdWIiOiJyb290In0.",
@@ -643,7 +644,7 @@ _FORGED = [
 
 
 def _forge(draw: Draw, state: str) -> str:
-    forged = draw(st.sampled_from(_FORGED))
+    forged = draw(st.sampled_from(FORGED_STATES))
     return forged if forged != state else forged + "A"
 
 

@@ -26,7 +26,7 @@ import pytest
 from fuzz_support import PYTHON, reference_stdio, run_cli
 
 from fuzz.properties.framing import EXTRAS, mutation_names
-from fuzz.properties.mrtr import PROBES, UNPLAYED
+from fuzz.properties.mrtr import PROBES
 from strategies import malformed as catalogue
 
 ROUTE_SERVER = Path(__file__).parent / "servers" / "sdk_route_server.py"
@@ -45,11 +45,11 @@ def test_coverage_phase_tries_every_probe_and_reports_the_counts(tmp_path: Path)
     framing_all = [n for n in catalogue.mutation_names() if catalogue.get_mutation(n).level != "retry"]
     stdio = set(mutation_names("stdio"))
     expected_tried = len(stdio) + len(PROBES)
-    assert coverage["probes"] == len(framing_all) + len(EXTRAS) + len(PROBES) + len(UNPLAYED)
+    assert coverage["probes"] == len(framing_all) + len(EXTRAS) + len(PROBES)
     assert coverage["tried"] == expected_tried, coverage
     why = {item["probe"]: item["why"] for item in coverage["not_applied"]}
     assert why["hdr-origin-foreign"] == "stdio: needs the http transport"
-    assert set(why) == (set(framing_all) | set(EXTRAS)) - stdio | set(UNPLAYED)
+    assert set(why) == (set(framing_all) | set(EXTRAS)) - stdio
     assert why["http-get"] == "stdio: needs the http transport"
     assert coverage["rules_exercised"] <= coverage["rules"] and "HTTP-12" in coverage["rules_not_exercised"]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("coverage: "))

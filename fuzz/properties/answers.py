@@ -10,6 +10,7 @@ Policies (`policy["mode"]`):
   drop           one answer left out (`policy["index"]` picks which): the server SHOULD ask again
   extra          a well-formed answer plus an unknown key, which the server SHOULD ignore
   wrong-shape    one answer replaced by a value of the wrong shape: a protocol error is expected
+  wrong-key      every answer keyed by a name the server did not ask (responses-wrong-key)
 """
 
 from __future__ import annotations
@@ -62,4 +63,12 @@ def answer_input_requests(requests: Any, policy: dict[str, Any]) -> dict[str, An
         answers["mcp-gauntlet-unknown-key"] = {"action": "accept", "content": {}}
     elif mode == "wrong-shape" and pick is not None:
         answers[pick] = policy.get("value", {"action": 42})
+    elif mode == "wrong-key":
+        renamed: dict[str, Any] = {}
+        for key, value in answers.items():
+            new = "x-" + key
+            while new in requests or new in renamed:
+                new = "x-" + new
+            renamed[new] = value
+        answers = renamed
     return answers

@@ -232,6 +232,11 @@ def apply_transform(name: str, value: Any, arg: Any = None) -> Any:
         return tamper_structured(value, int(arg or 0))
     if name == "format":
         return str(arg or "{}").replace("{}", value)
+    if name == "forge":  # a state the server never minted, in place of the one it did (state-forged)
+        from strategies.malformed import FORGED_STATES
+
+        forged = FORGED_STATES[int(arg or 0) % len(FORGED_STATES)]
+        return forged if forged != value else forged + "A"
     raise BindingError(f"unknown transform {name!r}")
 
 

@@ -16,6 +16,12 @@ when the surface was learned), then continues in one of these ways, and ends wit
   wrong-shape     one answer of the wrong shape: SHOULD be a JSON-RPC error, not success (MRTR-16)
   same-id         the retry reuses the original request's id (already answered, so legal):
                   judged for shape and liveness
+  forged          retry with a requestState the server never minted (catalogue row state-forged)
+  state-missing   retry with the answers but without the requestState it was given (state-missing)
+  wrong-key       answers keyed by names the server did not ask (responses-wrong-key)
+                  These three are judged by their catalogue row's own expectation (the row's
+                  `Expect`, as the framing property judges its rows): an error or a fresh
+                  input_required, never a complete result served on that state or those answers.
   undeclared      the same call again from a client that declared none of the capabilities its
                   questions need: -32021 (META-05), or an answer that asks nothing of those kinds;
                   the oracle reports an input request of an undeclared kind (MRTR-05). First in
@@ -29,15 +35,16 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Violation
+from fuzz.oracle.model import Expectation, Violation
 from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Binding, Case, _b64_json
 from fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
 from fuzz.properties.executor import Run
 from fuzz.properties.surface import MrtrTrigger, Surface
+from strategies import malformed as catalogue
 
 SCENARIOS = ("undeclared", "rounds", "tamper-flip", "tamper-truncate", "tamper-structured", "foreign", "decline", "cancel",
-             "replay", "missing", "extra", "wrong-shape", "same-id")
+             "replay", "missing", "extra", "wrong-shape", "same-id", "forged", "state-missing", "wrong-key")
 TAMPER = {"tamper-flip": "flip", "tamper-truncate": "truncate", "tamper-structured": "structured"}
 #: What each scenario probes, as the coverage report names it: the catalogue's name where the
 #: scenario plays a catalogue row (`frames --list`), else the scenario's own.
@@ -48,9 +55,11 @@ PROBES: dict[str, tuple[str, str]] = {
     "decline": ("decline", "MRTR-17"), "cancel": ("cancel", "MRTR-17"), "replay": ("state-replayed", "MRTR-14"),
     "missing": ("input-responses-missing", "MRTR-16"), "extra": ("input-responses-extra-key", "MRTR-16"),
     "wrong-shape": ("responses-wrong-shape", "MRTR-16"), "same-id": ("retry-reuses-id", "MRTR-09"),
+    "forged": ("state-forged", "MRTR-13"), "state-missing": ("state-missing", "MRTR-10"),
+    "wrong-key": ("responses-wrong-key", "MRTR-16"),
 }
-#: Catalogue retry rows no scenario plays yet (shown in the coverage report as not applied).
-UNPLAYED = {"state-forged": "MRTR-13", "state-missing": "MRTR-10", "responses-wrong-key": "MRTR-16"}
+#: Scenarios whose retry is judged by the catalogue row's expectation (`strategies.malformed`).
+ROW_JUDGED = frozenset({"forged", "state-missing", "wrong-key"})
 
 
 class MrtrProperty(Property):
@@ -75,23 +84,20 @@ class MrtrProperty(Property):
         why = "" if triggers else ("no call that may be made answered input_required (tool policy)"
                                    if ctx.surface.withheld_tools else
                                    "no call of the target answered input_required (no MRTR tool)")
-        probes = [Probe(name, rule, self._build(ctx.surface, "int", scenario, triggers[0], 0, "probe")
-                        if triggers else None, why)
-                  for scenario, (name, rule) in PROBES.items()]
-        probes += [Probe(name, rule, None, "the mrtr property has no scenario that plays it yet")
-                   for name, rule in UNPLAYED.items()]
-        return probes
+        return [Probe(name, rule, self._build(ctx.surface, "int", scenario, triggers[0], 0, "probe", ctx.transport)
+                      if triggers else None, why)
+                for scenario, (name, rule) in PROBES.items()]
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         surface = ctx.surface
         return st.builds(
             self._build, st.just(surface), id_styles(), st.sampled_from(SCENARIOS),
             st.sampled_from(surface.triggers), st.integers(0, 1_000), st.text(
-                alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8),
+                alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8), st.just(ctx.transport),
         )
 
     def _build(self, surface: Surface, id_style: str, scenario: str, trigger: MrtrTrigger, knob: int,
-               other: str) -> Case:
+               other: str, transport: str = "stdio") -> Case:
         b = CaseBuilder(self.name, id_style=id_style)
         schema = tool_schema(surface, str(trigger.params.get("name", "")))
         first = Call(trigger.method, copy.deepcopy(trigger.params), dict(trigger.capabilities), input_schema=schema)
@@ -143,6 +149,13 @@ class MrtrProperty(Property):
         elif scenario == "undeclared":
             params["retry"] = b.call(0, Call(first.method, copy.deepcopy(first.params), {}, input_schema=schema),
                                      label="undeclared-capability")
+        elif scenario in ROW_JUDGED:
+            name = PROBES[scenario][0]
+            row = catalogue.get_mutation(name)
+            expect = Expectation.from_expect(row.expect, row.rule, transport, mutation=name)
+            binds = {"forged": [state(begin, "forge", knob), answers(begin)], "state-missing": [answers(begin)],
+                     "wrong-key": [state(begin), answers(begin, "wrong-key")]}[scenario]
+            params["retry"] = b.call(0, first, label=name, mutation=name, expect=expect, bind=binds)
         elif scenario == "same-id":
             params["retry"] = b.call(0, first, label="retry-same-id", mutation="retry-reuses-id", rid=begin_id,
                                      bind=[state(begin), answers(begin)])

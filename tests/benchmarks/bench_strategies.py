@@ -22,7 +22,16 @@ example (how properties use them), generate phase only, each measurement capped 
 budget: other load on the machine distorts CPU time less than wall time, and
 hypothesis-jsonschema on these schemas needs the cap (seconds per frame).
 
-Run:  python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR]
+Where a tools/call frame's CPU time goes (`--no-hjs` skips hypothesis-jsonschema and prints only
+this and our rates): the share spent inside the frame strategy's draw (our combinators plus the
+Hypothesis draw primitives they call) against the rest (Hypothesis' engine per example: the
+choice tree, its mutation of earlier examples, ConjectureData bookkeeping), and in the same run
+the engine's rate for a one-integer example, the ceiling no strategy can beat on this machine.
+Our own code is about 1% of the self time in a cProfile of the frames (strategies/compiler.py's
+`record`); everything else is Hypothesis, so what is left to gain is fewer Hypothesis draws per
+frame (a nested `record` is filled inline, traceparent is one draw) or fewer examples per frame.
+
+Run:  python tests/benchmarks/bench_strategies.py [--frames N] [--venv DIR] [--no-hjs]
 Ends with one summary line.
 """
 
@@ -144,6 +153,36 @@ def ensure_venv(venv: Path) -> Path:
     return python
 
 
+def hjs_python(venv: Path) -> tuple[Path | None, str]:
+    """The throwaway venv's python, or None and why not (no network, no matching Hypothesis...)."""
+    try:
+        return ensure_venv(venv), ""
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"hypothesis-jsonschema unavailable ({type(exc).__name__}: {str(exc)[:100]})"
+
+
+def draw_share(strategy: Any, frames: int, budget: float) -> dict[str, Any]:
+    """Frames per CPU-second and the part of that CPU time spent inside the strategy's draw.
+
+    The rest is Hypothesis' engine per example (choice tree, mutation of earlier examples, test
+    execution bookkeeping): no strategy change reaches it except drawing fewer choices.
+    """
+    from hypothesis import strategies as st
+
+    inside = [0.0]
+
+    @st.composite
+    def timed(draw: Any) -> Any:
+        start = time.process_time()
+        value = draw(strategy)
+        inside[0] += time.process_time() - start
+        return value
+
+    got = measure_ours(timed(), frames, budget)
+    got["draw_share"] = inside[0] / got["cpu_s"] if got["cpu_s"] else 0.0
+    return got
+
+
 def unroll(doc: dict[str, Any], depth: int) -> Any:
     """Inline every $ref; a ref met more than `depth` times on one path becomes `false`.
 
@@ -223,6 +262,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--frames", type=int, default=500, help="frames per measurement (default 500)")
     parser.add_argument("--budget", type=float, default=15.0, help="CPU seconds cap per measurement")
     parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "gauntlet-hjs-venv"))
+    parser.add_argument("--no-hjs", action="store_true", help="skip hypothesis-jsonschema (our numbers only)")
     args = parser.parse_args(argv)
     if not SPEC_SCHEMA.is_file():
         print(f"bench_strategies: {SPEC_SCHEMA} not found (the official schema is needed for the same-schema comparison)")
@@ -262,13 +302,31 @@ def main(argv: list[str]) -> int:
         hard_ours[name] = measure_ours(tool_arguments({"name": name, "inputSchema": schema})[0], args.frames, args.budget)
         print(f"  ours hard:{name:21} arguments {hard_ours[name]['rate']:7.0f}/s", flush=True)
 
-    python = ensure_venv(Path(args.venv))
-    hjs: dict[str, dict[str, Any]] = {}
+    from hypothesis import strategies as st
+
+    from strategies.targeted import targeted_request, tools_from_schemas
+
+    targeted = targeted_request(tools_from_schemas(TOOL_SCHEMAS.items()), schema_source=official,
+                                include_unknown=False, include_lists=False)
+    split = draw_share(valid_request("tools/call", schema_source=official), args.frames, args.budget)
+    split_targeted = draw_share(targeted, args.frames, args.budget)
+    floor = measure_ours(st.integers(), args.frames, args.budget)
+    print(f"  ours tools/call (schema arguments)  {split['rate']:7.0f}/s, {split['draw_share']:.0%} of CPU in the draw", flush=True)
+    print(f"  ours tools/call (tool arguments)    {split_targeted['rate']:7.0f}/s, "
+          f"{split_targeted['draw_share']:.0%} of CPU in the draw", flush=True)
+    print(f"  Hypothesis engine, one integer per example {floor['rate']:7.0f}/s (the ceiling here)", flush=True)
+
+    python, hjs_missing = (None, "skipped (--no-hjs)") if args.no_hjs else hjs_python(Path(args.venv))
+    hjs: dict[str, dict[str, Any]] = {name: {"exact": {"error": hjs_missing}, "unrolled": {"error": hjs_missing}}
+                                      for name in cases}
+    hard_hjs: dict[str, dict[str, Any]] = {name: {"error": hjs_missing} for name in HARD_SCHEMAS}
     hjs_version = "?"
+    if python is None:
+        print(f"  hjs: {hjs_missing}; our numbers only", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         runner = Path(tmp) / "runner.py"
         runner.write_text(HJS_RUNNER)
-        for name, variants in cases.items():
+        for name, variants in (cases.items() if python is not None else ()):
             hjs[name] = {}
             for variant, schema in variants.items():
                 schema_file = Path(tmp) / "schema.json"
@@ -278,8 +336,7 @@ def main(argv: list[str]) -> int:
                 hjs[name][variant] = last
                 shown = last.get("error") or f"{last.get('rate', 0):.1f}/s ({last.get('frames', 0)} frames)"
                 print(f"  hjs  {name:26} {variant:9} {shown}", flush=True)
-        hard_hjs = {}
-        for name, schema in HARD_SCHEMAS.items():
+        for name, schema in (HARD_SCHEMAS.items() if python is not None else ()):
             schema_file = Path(tmp) / "schema.json"
             schema_file.write_text(json.dumps(schema))
             hard_hjs[name] = run_hjs(python, runner, schema_file, args.frames, args.budget, only_valid=True)
@@ -287,7 +344,8 @@ def main(argv: list[str]) -> int:
             print(f"  hjs  hard:{name:21} {got.get('error') or format(got.get('rate', 0.0), '.1f') + '/s'}", flush=True)
 
     print()
-    print(f"ours: Hypothesis {hyp_version} (pinned); hypothesis-jsonschema 0.23.1 on Hypothesis {hjs_version}")
+    hjs_note = f"hypothesis-jsonschema 0.23.1 on Hypothesis {hjs_version}" if python is not None else hjs_missing
+    print(f"ours: Hypothesis {hyp_version}; {hjs_note}")
     print(f"{'schema':28} {'ours/frame':>11} {'ours/schema':>12} {'hjs/unrolled':>13} {'ratio':>7}  hjs/exact")
     ratios = []
     for name in cases:
@@ -319,10 +377,13 @@ def main(argv: list[str]) -> int:
     call = ours["tools/call"]["frame"]["rate"]
     median = statistics.median(ratios) if ratios else float("nan")
     exact_failures = sum(1 for n in cases if "error" in hjs[n]["exact"])
+    against = (f"ours/hypothesis-jsonschema median ratio {median:.1f}x over {len(ratios)} schemas (frames per CPU-second); "
+               f"hjs failed {exact_failures}/{len(cases)} exact schemas; hard tool schemas compiler+filter/hjs+filter "
+               f"median {hard_median:.1f}x over {len(hard_ratios)}") if python is not None else f"no hjs ratio: {hjs_missing}"
     print(
-        f"bench_strategies: ours/hypothesis-jsonschema median ratio {median:.1f}x over {len(ratios)} schemas "
-        f"(frames per CPU-second); tools/call frames {call:.0f}/s; hjs failed {exact_failures}/{len(cases)} exact schemas; "
-        f"hard tool schemas compiler+filter/hjs+filter median {hard_median:.1f}x over {len(hard_ratios)}"
+        f"bench_strategies: tools/call frames {call:.0f}/s (target 1000), with tool arguments "
+        f"{split_targeted['rate']:.0f}/s, {split['draw_share']:.0%} of their CPU in the draw and the rest "
+        f"Hypothesis' engine, whose one-integer ceiling here is {floor['rate']:.0f}/s; {against}"
     )
     return 0
 
