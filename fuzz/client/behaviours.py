@@ -15,9 +15,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.client.case import BEFORE_KINDS, ClientCase, Play
+from fuzz.client.case import BEFORE_KINDS, DEFAULT_RESULTS, PROBES, ClientCase, Play
 from strategies.frames import valid_result
 from strategies.mrtr import input_required_result
+from strategies.sampling import draw_examples
 from targets.wire import (
     INPUT_REQUIRED_METHODS,
     INVALID_PARAMS,
@@ -135,3 +136,28 @@ def client_cases(transport: str = "stdio") -> st.SearchStrategy[ClientCase]:
     modern = st.fixed_dictionaries(per_method).map(lambda d: ClientCase(plays={m: ps for m, ps in d.items() if ps}))
     # one case in four plays a 2025-11-25 server (one_of picks a branch uniformly; modern shrinks first)
     return st.one_of(modern, modern, modern, st.just(ClientCase(era="legacy")))
+
+
+def coverage_cases(transport: str = "stdio") -> list[tuple[str, ClientCase]]:
+    """One case per named probe that applies over `transport`, the same in every campaign (drawn
+    with a fixed seed): the client campaign plays them before it explores, so whether a probe is
+    tried at all is never left to chance or to how far shrinking got. Each case is the default
+    server with the one play that carries the probe on `tools/call`, the call every job makes."""
+    out: list[tuple[str, ClientCase]] = []
+    for name in PROBES:
+        if name == "legacy-server":
+            out.append((name, ClientCase(era="legacy")))
+            continue
+        if name in BEFORE_KINDS or name == "response-duplicate":
+            if transport != "stdio":
+                continue  # stray frames around an answer exist on a stdio stream only
+            duplicate = name == "response-duplicate"
+            play = Play("result", result=dict(DEFAULT_RESULTS["tools/call"]), before=[] if duplicate else [name],
+                        duplicate=duplicate)
+        else:
+            drawn = draw_examples(result_plays("tools/call").filter(lambda p, n=name: p.probe == n), 1, seed=0)
+            if not drawn:
+                continue
+            play = drawn[0]
+        out.append((name, ClientCase(plays={"tools/call": [play]})))
+    return out

@@ -18,7 +18,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from fuzz.client.behaviours import client_cases
+from fuzz.client.behaviours import client_cases, coverage_cases
 from fuzz.client.case import ClientCase
 from fuzz.client.runner import ClientCommand, run_case
 from fuzz.findings import Evidence, FindingStore, PropertyRun, strength_rank
@@ -127,21 +127,37 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
             exc_type, message = failure
             raise exc_type(message)
 
-    test_settings = settings(
-        max_examples=config.max_examples if config.duration is None else 1_000_000,
-        database=DirectoryBasedExampleDatabase(config.database) if config.database else None,
-        deadline=None, derandomize=False, suppress_health_check=list(HealthCheck), report_multiple_bugs=True,
-        print_blob=False, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-        verbosity=Verbosity.quiet,
-    )
-    set_database_key(body, f"{PROPERTY}|{command.transport}|{command.template}".encode())
-    test = test_settings(given(client_cases(command.transport))(body))
-    set_seed(test, config.seed)
+    def cover() -> None:
+        """The coverage phase: every named probe once, in a fixed order, before Hypothesis explores."""
+        for _name, case in coverage_cases(command.transport):
+            if time.monotonic() > gen_deadline or state["executions"] >= config.max_examples:
+                return
+            transcript = run_case(command, case, timeout=config.timeout)
+            violations = judge_client(transcript)
+            state["executions"] += 1
+            store.add_examples(1)
+            if violations:
+                state["failures"] += 1
+                store.record(evidence_for(case, transcript, violations, command=command))
+
     note = error = ""
     interrupted = False
     try:
-        with shrink_time_limit(config.shrink_seconds):
-            test()
+        cover()
+        left = config.max_examples - state["executions"]
+        if config.duration is not None or left > 0:
+            test_settings = settings(
+                max_examples=left if config.duration is None else 1_000_000,
+                database=DirectoryBasedExampleDatabase(config.database) if config.database else None,
+                deadline=None, derandomize=False, suppress_health_check=list(HealthCheck), report_multiple_bugs=True,
+                print_blob=False, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+                verbosity=Verbosity.quiet,
+            )
+            set_database_key(body, f"{PROPERTY}|{command.transport}|{command.template}".encode())
+            test = test_settings(given(client_cases(command.transport))(body))
+            set_seed(test, config.seed)
+            with shrink_time_limit(config.shrink_seconds):
+                test()
     except _Budget:
         note = "stopped at its time budget"
     except _Failure:
