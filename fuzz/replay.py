@@ -198,10 +198,10 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
           probe_first: bool) -> ReplayOutcome:
     from fuzz.campaign import Prepared
     from fuzz.properties.base import Context, Property, all_properties
-    from fuzz.properties.endpoints import open_endpoint
     from fuzz.properties.executor import HarnessError, execute
     from fuzz.properties.judging import judge_run
     from fuzz.properties.surface import Surface
+    from targets.endpoints import open_endpoint
     from targets.probe import ProbeFailure, probe
     from targets.target_spec import TargetError, parse_target
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,8 @@ from typing import Any
 from fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
 from targets import wire
 from targets.connection import Connection, same_id
-from targets.target_spec import TargetSpec
+from targets.endpoint import Endpoint as Endpoint  # re-exported: its home is targets/
+from targets.endpoint import HarnessError as HarnessError
 from targets.transcript import Transcript
 
 DEFAULT_STEP_TIMEOUT = 5.0
@@ -28,51 +28,6 @@ DEFAULT_STEP_TIMEOUT = 5.0
 # request" from "stopped answering": this long, at most the step timeout.
 STALL_PROBE_TIMEOUT = 2.0
 STALL_PROBE_ID_PREFIX = "gauntlet-stall-probe-"
-
-
-class HarnessError(RuntimeError):
-    """Our side failed (the target cannot be started at all): a usage problem, never a finding."""
-
-
-# --- where connections come from ---
-
-
-class Endpoint(ABC):
-    """Connections to one target over one transport; owns the processes it starts."""
-
-    transport: str
-    spec: TargetSpec
-    #: Whether `fresh` really gives a process nobody talked to (False for a running http:// URL).
-    fresh_processes: bool = True
-
-    def new_transcript(self) -> Transcript:
-        return Transcript(target=self.spec.text, transport=self.transport)  # type: ignore[arg-type]
-
-    @abstractmethod
-    def fresh(self, transcript: Transcript) -> Connection:
-        """A connection to a process that has served nothing yet."""
-
-    def warm(self, transcript: Transcript) -> Connection:
-        """A connection that may have served earlier examples (default: a fresh one)."""
-        return self.fresh(transcript)
-
-    def retire(self, conn: Connection, *, reusable: bool) -> None:
-        """Done with `conn` for this example; keep it warm if allowed and alive, else end it."""
-        conn.close()
-
-    def discard_warm(self) -> None:  # noqa: B027 - optional hook
-        """Forget the warm process (it just took part in a failure; its state is suspect)."""
-
-    def is_alive(self, conn: Connection) -> bool:
-        """Whether the process behind `conn` can still answer (cheap: no request is sent)."""
-        return conn.alive()
-
-    def prepare(self, fresh_per_example: int) -> None:  # noqa: B027 - optional hook
-        """Tell the pool how many fresh processes one example uses, so it keeps that many ready."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """End every process this endpoint started; idempotent."""
 
 
 # --- one run of one case ---
