@@ -32,6 +32,7 @@ from typing import Final
 import orjson
 
 from targets import ownership
+from targets.cgroups import new_server_cgroup
 from targets.processes import ManagedProcess, SpawnError, register, spawn
 from targets.stderr_ring import capture
 
@@ -78,8 +79,14 @@ ctl.sendall(json.dumps({"ready": threads == 1, "threads": threads}).encode() + b
 if threads != 1:
     sys.exit(0)
 
-def child(fds, tag):
+def child(fds, tag, cgroup):
     os.setsid()
+    if cgroup:  # the server's own cgroup (targets.cgroups): whatever it starts stays in it
+        try:
+            with open(cgroup, "w") as f:
+                f.write("0")
+        except OSError:
+            pass
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in fds:
@@ -135,7 +142,8 @@ while True:
     for level, kind_, data in anc:
         if level == socket.SOL_SOCKET and kind_ == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
-    tag = json.loads(msg)["tag"]
+    order = json.loads(msg)
+    tag, cgroup = order["tag"], order.get("cgroup", "")
     r, w = os.pipe()
     middle = os.fork()
     if middle == 0:
@@ -143,7 +151,7 @@ while True:
         pid = os.fork()
         if pid == 0:
             os.close(w)
-            child(list(fds), tag)
+            child(list(fds), tag, cgroup)
         os.write(w, str(pid).encode())
         os._exit(0)
     os.close(w)
@@ -252,18 +260,23 @@ class ForkServer:
     def spawn(self) -> ManagedProcess:
         """A fresh server process forked from the zygote; SpawnError when that fails."""
         ownership.become_subreaper()
+        ownership.ensure_guardian()
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         tag = ownership.new_tag()
+        cgroup = new_server_cgroup(tag)
+        order = {"tag": tag, "cgroup": str(cgroup.path / "cgroup.procs") if cgroup is not None else ""}
         try:
             with self._lock:
-                self._ctl.sendmsg([orjson.dumps({"tag": tag})],
+                self._ctl.sendmsg([orjson.dumps(order)],
                                   [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(in_r, out_w, err_w))])
                 answer = self._read()
         except (OSError, ValueError) as exc:
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
             raise SpawnError(f"the fork server failed: {exc}") from None
         finally:
             for fd in (in_r, out_w, err_w):
@@ -272,9 +285,11 @@ class ForkServer:
         if pid <= 0:
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
             raise SpawnError("the fork server could not fork")
         popen = _ForkedPopen(pid, in_w, out_r)
-        return register(ManagedProcess(self.argv, popen, capture(err_r), tag))  # type: ignore[arg-type]
+        return register(ManagedProcess(self.argv, popen, capture(err_r), tag, cgroup))  # type: ignore[arg-type]
 
     def alive(self) -> bool:
         return self._zygote.running()

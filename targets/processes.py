@@ -6,7 +6,8 @@ to the process group, and a registry of live groups makes sure an exception, `sy
 Ctrl-C or SIGTERM leaves nothing behind.
 
 Why more than the group: a daemon that double-forks and calls `setsid` leaves it; see
-`targets.ownership` (an environment tag per server, a child subreaper, a parent-death signal).
+`targets.ownership` (an environment tag per server, a child subreaper, a parent-death signal,
+a guardian for a SIGKILLed harness) and `targets.cgroups` (a cgroup per server where possible).
 Stderr goes to a bounded ring in memory (`targets.stderr_ring`), never to a file.
 
 Why `waitid(WNOWAIT)`: once a leader is reaped its pid, which is also the group id, may be
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Final
 
 from targets import ownership
+from targets.cgroups import ServerCgroup, new_server_cgroup
 from targets.stderr_ring import StderrRing, capture, release
 
 STDERR_TAIL_BYTES: Final = 8192
@@ -45,7 +47,8 @@ class SpawnError(RuntimeError):
 class ManagedProcess:
     """One started command: its pipes, its stderr ring, its tag, and the group it leads."""
 
-    def __init__(self, argv: Sequence[str], popen: subprocess.Popen[bytes], log: StderrRing, tag: str = "") -> None:
+    def __init__(self, argv: Sequence[str], popen: subprocess.Popen[bytes], log: StderrRing, tag: str = "",
+                 cgroup: ServerCgroup | None = None) -> None:
         self.argv = list(argv)
         self.popen = popen
         self.pid = popen.pid
@@ -53,6 +56,7 @@ class ManagedProcess:
         self.started = time.monotonic()
         self._log = log
         self.tag = tag
+        self.cgroup = cgroup
         self._status: int | None = None
         self._reaped = False
         self._lock = threading.Lock()
@@ -138,7 +142,10 @@ class ManagedProcess:
                     status = self.wait_exit(5.0)
                 self._end_stragglers(term_grace)
             finally:
-                # Daemons that left the group (double fork + setsid) still carry our tag.
+                # Daemons that left the group (double fork + setsid) are still in its cgroup
+                # and still carry our tag (unless they dropped their environment).
+                if self.cgroup is not None:
+                    self.cgroup.kill()
                 if self.tag:
                     with contextlib.suppress(OSError):
                         ownership.kill_tagged(self.tag)
@@ -152,6 +159,8 @@ class ManagedProcess:
                     pass
                 if self.popen.returncode is not None:
                     self._status = self.popen.returncode
+                if self.cgroup is not None:
+                    self.cgroup.remove()
                 self._reaped = True
                 # stdout stays open: its owner may still read what the group wrote before it
                 # died, and closing it here would let the fd number be reused under the reader.
@@ -217,9 +226,18 @@ def spawn(
         raise SpawnError("empty command line")
     _install_signal_handlers()
     ownership.become_subreaper()
+    ownership.ensure_guardian()
     argv = _resolve_own_script(argv)
     tag = ownership.new_tag()
     child_env = {**(os.environ if env is None else env), ownership.TAG_VAR: tag}
+    cgroup = new_server_cgroup(tag)
+    cgroup_fd = -1
+    if cgroup is not None:
+        try:
+            cgroup_fd = cgroup.join_fd()
+        except OSError:
+            cgroup.remove()
+            cgroup = None
     err_r, err_w = os.pipe()
     try:
         popen = ownership.run_in_spawner(
@@ -234,21 +252,23 @@ def spawn(
                 env=child_env,
                 cwd=cwd,
                 pass_fds=tuple(pass_fds),
-                preexec_fn=ownership.die_with_parent_preexec(os.getpid()),
+                preexec_fn=ownership.die_with_parent_preexec(os.getpid(), cgroup_fd),
             )
         )
-    except FileNotFoundError:
-        os.close(err_r)
-        raise SpawnError(f"command not found: {argv[0]}") from None
-    except PermissionError:
-        os.close(err_r)
-        raise SpawnError(f"command is not executable: {argv[0]}") from None
     except OSError as exc:
         os.close(err_r)
+        if cgroup is not None:
+            cgroup.remove()
+        if isinstance(exc, FileNotFoundError):
+            raise SpawnError(f"command not found: {argv[0]}") from None
+        if isinstance(exc, PermissionError):
+            raise SpawnError(f"command is not executable: {argv[0]}") from None
         raise SpawnError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     finally:
         os.close(err_w)
-    return register(ManagedProcess(argv, popen, capture(err_r), tag))
+        if cgroup_fd >= 0:
+            os.close(cgroup_fd)
+    return register(ManagedProcess(argv, popen, capture(err_r), tag, cgroup))
 
 
 def register(proc: ManagedProcess) -> ManagedProcess:
