@@ -179,7 +179,7 @@ def replay_document(
 
 def replay_attempts(
     doc: dict[str, Any], *, target: str | None = None, timeout: float | None = None, allow_remote: bool = False,
-    base: Path | None = None, attempts: int = 1,
+    base: Path | None = None, attempts: int = 1, isolate_network: bool = False,
 ) -> ReplayVerdict:
     """Probe the target once, then play and judge the reproduction `attempts` times on fresh
     processes, under the conditions the file recorded."""
@@ -190,12 +190,12 @@ def replay_attempts(
     # Another target given on the command line runs from here; the recorded one from where it ran.
     cwd = None if target and target != doc.get("target") else recorded_cwd(doc, base)
     with working_directory(cwd):
-        return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0))
-                              for i in range(max(1, attempts))])
+        return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0),
+                                    isolate_network=isolate_network) for i in range(max(1, attempts))])
 
 
 def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, allow_remote: bool, *,
-          probe_first: bool) -> ReplayOutcome:
+          probe_first: bool, isolate_network: bool = False) -> ReplayOutcome:
     from fuzz.campaign import Prepared
     from fuzz.properties.base import Context, Property, all_properties
     from fuzz.properties.executor import HarnessError, execute
@@ -206,7 +206,7 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
     from targets.target_spec import TargetError, parse_target
 
     try:
-        spec = parse_target(target_text, allow_remote=allow_remote)
+        spec = parse_target(target_text, allow_remote=allow_remote, isolate_network=isolate_network)
     except TargetError as exc:
         raise ReplayUsageError(str(exc)) from None
     has_case = isinstance(doc.get("case"), dict)
@@ -294,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                    help="send this header on every HTTP request, as `fuzz --header` (e.g. 'Authorization: Bearer ${TOKEN}')")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
+    p.add_argument("--isolate-network", action="store_true",
+                   help="start each server in a network namespace of its own with only a loopback, so a tool that "
+                        "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
     return p
 
 
@@ -315,7 +318,8 @@ def replay_main(argv: list[str]) -> int:
                                      for _ in range(args.attempts)])
         else:
             verdict = replay_attempts(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote,
-                                      base=path.resolve().parent, attempts=args.attempts)
+                                      base=path.resolve().parent, attempts=args.attempts,
+                                      isolate_network=args.isolate_network)
     except (ReplayUsageError, ValueError) as exc:
         print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
         return 2

@@ -216,7 +216,8 @@ class _ForkedPopen:
 class ForkServer:
     """One zygote for one Python target command; `spawn()` is a fresh server process."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None, *,
+                 isolate_network: bool = False) -> None:
         plan = applies(argv)
         if plan is None:
             raise SpawnError(f"not a Python script or module command: {argv!r}")
@@ -231,6 +232,8 @@ class ForkServer:
             self._zygote: ManagedProcess = spawn(
                 [argv[0], "-c", ZYGOTE, str(theirs.fileno()), kind, what, *args], env=env,
                 pass_fds=(theirs.fileno(),), pipes=False,  # what imports print goes to the stderr ring
+                # isolated, the zygote's namespace is the one all its children share: loopback only
+                isolate_network=isolate_network,
             )
         finally:
             theirs.close()
@@ -313,11 +316,12 @@ def _tail(proc: ManagedProcess) -> str:
     return f"; its output ends: {tail[-1][:200]}" if tail else ""
 
 
-def start_fork_server(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[ForkServer | None, str]:
+def start_fork_server(argv: Sequence[str], env: Mapping[str, str] | None = None, *,
+                      isolate_network: bool = False) -> tuple[ForkServer | None, str]:
     """A fork server for `argv` when one applies and works, else None and why (a note for the user)."""
     if disabled() or applies(argv) is None or not sys.platform.startswith("linux"):
         return None, ""
     try:
-        return ForkServer(argv, env), ""
+        return ForkServer(argv, env, isolate_network=isolate_network), ""
     except SpawnError as exc:
         return None, f"fork server off, spawning each process: {exc}"

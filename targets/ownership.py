@@ -66,17 +66,21 @@ def become_subreaper() -> bool:
     return _subreaper_done
 
 
-def die_with_parent_preexec(parent: int, cgroup_fd: int = -1) -> Callable[[], None] | None:
+def die_with_parent_preexec(parent: int, cgroup_fd: int = -1,
+                            also: Callable[[], None] | None = None) -> Callable[[], None] | None:
     """A `preexec_fn` that moves the child into its cgroup (when `cgroup_fd` is an open
-    `cgroup.procs`) and sets SIGKILL as its parent-death signal (None off Linux)."""
+    `cgroup.procs`), runs `also` (e.g. a network namespace of its own; an exception there fails
+    the start) and sets SIGKILL as its parent-death signal (None off Linux)."""
     if _libc is None:
-        return None
+        return also
     prctl = _libc.prctl
 
     def preexec() -> None:
         if cgroup_fd >= 0:
             with contextlib.suppress(OSError):
                 os.write(cgroup_fd, b"0")
+        if also is not None:
+            also()
         prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:  # the harness died between fork and prctl
             os._exit(137)

@@ -491,6 +491,9 @@ def probe_main(argv: list[str]) -> int:
                         help=f"pages followed per list (default {DEFAULT_MAX_PAGES})")
     parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
+    parser.add_argument("--isolate-network", action="store_true",
+                        help="start each server in a network namespace of its own with only a loopback, so a tool that "
+                             "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
     args = parser.parse_args(argv)
     try:
         validate.seconds(args.timeout, "--timeout")
@@ -500,7 +503,7 @@ def probe_main(argv: list[str]) -> int:
         print(f"probe: {exc}", file=sys.stderr)
         return 2
     try:
-        spec = parse_target(args.target, allow_remote=args.allow_remote)
+        spec = parse_target(args.target, allow_remote=args.allow_remote, isolate_network=args.isolate_network)
         result = probe(spec, timeout=args.timeout, max_pages=args.max_pages, check_dual=not args.no_dual)
     except (TargetError, ProbeFailure) as exc:
         print(f"probe: {exc}", file=sys.stderr)

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from targets import ownership
+from targets import netns, ownership
 from targets.cgroups import ServerCgroup, new_server_cgroup
 from targets.stderr_ring import StderrRing, capture, release
 
@@ -215,13 +215,15 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     pass_fds: Sequence[int] = (),
+    isolate_network: bool = False,
 ) -> ManagedProcess:
     """Start `argv` in a new session; stdin/stdout are pipes when `pipes`, else stdin is /dev/null
     and stdout joins stderr in the stderr ring. Raises SpawnError (one line) when it cannot start.
 
     The child is tagged (`ownership.TAG_VAR`), dies with the harness (parent-death signal), and
     is started from the long-lived spawner thread so that signal follows the harness, not a
-    short-lived worker thread."""
+    short-lived worker thread. With `isolate_network` it gets a network namespace of its own
+    (`targets.netns`)."""
     if not argv:
         raise SpawnError("empty command line")
     _install_signal_handlers()
@@ -252,13 +254,16 @@ def spawn(
                 env=child_env,
                 cwd=cwd,
                 pass_fds=tuple(pass_fds),
-                preexec_fn=ownership.die_with_parent_preexec(os.getpid(), cgroup_fd),
+                preexec_fn=ownership.die_with_parent_preexec(
+                    os.getpid(), cgroup_fd, netns.isolate_in_child if isolate_network else None),
             )
         )
-    except OSError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:
         os.close(err_r)
         if cgroup is not None:
             cgroup.remove()
+        if not isinstance(exc, OSError):  # raised by preexec_fn: only the namespace can fail there
+            raise SpawnError(f"cannot start {argv[0]} in a network namespace of its own") from None
         if isinstance(exc, FileNotFoundError):
             raise SpawnError(f"command not found: {argv[0]}") from None
         if isinstance(exc, PermissionError):

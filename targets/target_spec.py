@@ -8,6 +8,7 @@ and the load test sends a lot of it, neither of which should leave the machine b
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import shlex
 import sys
@@ -34,7 +35,8 @@ class TargetSpec:
 
     `argv` is the command for `stdio:` and the command template (with `{port}`) for
     `http+spawn:`; `url` is the endpoint for `http://`; `path` is the MCP endpoint path of the
-    spawned instances (`/mcp` unless given).
+    spawned instances (`/mcp` unless given); `isolate_network`: every process the harness starts
+    for it gets a network namespace of its own (`targets.netns`).
     """
 
     kind: TargetKind
@@ -43,6 +45,7 @@ class TargetSpec:
     url: str = ""
     path: str = DEFAULT_SPAWN_PATH
     is_default: bool = False
+    isolate_network: bool = False
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -93,11 +96,30 @@ def parse_target(
     *,
     allow_remote: bool = False,
     spawn_path: str = DEFAULT_SPAWN_PATH,
+    isolate_network: bool = False,
 ) -> TargetSpec:
     """Parse a `--target` value (None or empty means the embedded default over stdio).
 
     Raises TargetError with a one-line message on anything unusable.
     """
+    spec = _parse_target(text, allow_remote=allow_remote, spawn_path=spawn_path)
+    return isolated(spec) if isolate_network else spec
+
+
+def isolated(spec: TargetSpec) -> TargetSpec:
+    """`spec` with `--isolate-network` on; TargetError where that cannot be honoured."""
+    from targets import netns
+
+    if spec.kind == "http":
+        raise TargetError("--isolate-network needs a target the harness starts (stdio: or http+spawn:), "
+                          f"not a running endpoint: {spec.text!r}")
+    ok, why = netns.available()
+    if not ok:
+        raise TargetError(f"--isolate-network: {why}")
+    return dataclasses.replace(spec, isolate_network=True)
+
+
+def _parse_target(text: str | None, *, allow_remote: bool, spawn_path: str) -> TargetSpec:
     if text is None or not text.strip():
         return default_target()
     text = text.strip()
