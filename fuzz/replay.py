@@ -118,7 +118,7 @@ def case_from_transcript(doc: dict[str, Any]) -> Case:
             continue
         msg = event.message
         expects_answer = isinstance(msg, dict) and "method" in msg and "id" in msg
-        headers = event.headers if transcript.transport == "http" else None
+        headers = event.headers if transcript.transport.http_semantics else None
         if headers:
             headers = {k: v for k, v in headers.items() if k.lower() not in ("host", "content-length")}
         # The exact bytes go out again; the parsed frame is kept so its answer can be matched by id.
@@ -249,7 +249,7 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
 
 
 def _unreachable(transcript: Transcript) -> bool:
-    if transcript.transport != "http":
+    if not transcript.transport.pairs_by_request:
         return False
     sends = [i for i, e in enumerate(transcript.events) if e.kind == "send"]
     if not sends:

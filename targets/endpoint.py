@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from targets.connection import Connection
 from targets.target_spec import TargetSpec
 from targets.transcript import Transcript
+from targets.transports import Transport
 
 
 class HarnessError(RuntimeError):
@@ -21,13 +22,13 @@ class HarnessError(RuntimeError):
 class Endpoint(ABC):
     """Connections to one target over one transport; owns the processes it starts."""
 
-    transport: str
+    transport: Transport
     spec: TargetSpec
     #: Whether `fresh` really gives a process nobody talked to (False for a running http:// URL).
     fresh_processes: bool = True
 
     def new_transcript(self) -> Transcript:
-        return Transcript(target=self.spec.text, transport=self.transport)  # type: ignore[arg-type]
+        return Transcript(target=self.spec.text, transport=self.transport)
 
     @abstractmethod
     def fresh(self, transcript: Transcript) -> Connection:

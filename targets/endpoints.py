@@ -30,6 +30,7 @@ from targets.spawn_pool import SpawnPool
 from targets.stdio_driver import StdioConnection, StdioPool
 from targets.target_spec import TargetError, TargetSpec
 from targets.transcript import Transcript
+from targets.transports import HTTP, STDIO
 
 
 class Background:
@@ -87,7 +88,7 @@ class Background:
 
 
 class StdioEndpoint(Endpoint):
-    transport = "stdio"
+    transport = STDIO
 
     def __init__(self, spec: TargetSpec, *, timeout: float = 10.0, spares: int = 1) -> None:
         self.spec = spec
@@ -114,7 +115,7 @@ class StdioEndpoint(Endpoint):
     def discard_warm(self) -> None:
         conn, self._warm = self._warm, None
         if conn is not None:
-            conn.rebind(Transcript(target=self.spec.text, transport="stdio"), note="closing")
+            conn.rebind(Transcript(target=self.spec.text, transport=STDIO), note="closing")
             self._bg.submit(conn.close)
 
     def warm(self, transcript: Transcript) -> Connection:
@@ -137,7 +138,7 @@ class StdioEndpoint(Endpoint):
             return
         # Alive but done with: move it to a scratch transcript so closing it later cannot
         # touch the transcript the caller is about to judge, and close it in the background.
-        conn.rebind(Transcript(target=self.spec.text, transport="stdio"), note="closing")
+        conn.rebind(Transcript(target=self.spec.text, transport=STDIO), note="closing")
         self._bg.submit(conn.close)
 
     def close(self) -> None:
@@ -179,7 +180,7 @@ class _PinnedHttp(HttpConnection):
         )
 
     def alive(self) -> bool:
-        return HttpConnection(Transcript(self.instance_url, "http"), [self.instance_url]).alive()
+        return HttpConnection(Transcript(self.instance_url, HTTP), [self.instance_url]).alive()
 
 
 class _Spare:
@@ -213,7 +214,7 @@ class _Spare:
 
 
 class HttpSpawnEndpoint(Endpoint):
-    transport = "http"
+    transport = HTTP
 
     def __init__(self, spec: TargetSpec, *, timeout: float = 10.0, spares: int = 1,
                  ready_timeout: float = 30.0) -> None:
@@ -317,7 +318,7 @@ def _record_exit(conn: Connection, pool: SpawnPool) -> None:
 class HttpUrlEndpoint(Endpoint):
     """A running endpoint: every connection is new, the server behind it is always the same."""
 
-    transport = "http"
+    transport = HTTP
     fresh_processes = False
 
     def __init__(self, spec: TargetSpec, *, timeout: float = 10.0) -> None:

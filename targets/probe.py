@@ -426,7 +426,7 @@ def _check_dual(target: Target, transcript: Transcript, result: ProbeResult, tim
 
 
 def _stdout_problems(transcript: Transcript, result: ProbeResult) -> None:
-    if transcript.transport != "stdio":
+    if not transcript.transport.line_framed:
         return
     noise = [e for e in transcript.events if e.kind == "noise"]
     for event in noise[:3]:
@@ -441,7 +441,7 @@ def _explain(spec: TargetSpec, transcript: Transcript, timeout: float) -> str:
     """One line saying why the target is unusable, from what the transcript recorded."""
     events = transcript.events
     errors = [e for e in events if e.kind == "error" and "broken pipe" not in e.note]
-    if spec.transport == "http" and errors:
+    if spec.transport.pairs_by_request and errors:
         return f"cannot reach the target: {errors[-1].note}"
     noise = [e for e in events if e.kind == "noise"]
     exits = [e for e in events if e.kind == "exit"]

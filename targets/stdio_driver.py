@@ -35,6 +35,7 @@ from targets.fork_server import ForkServer, start_fork_server
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
 from targets.transcript import Transcript
+from targets.transports import STDIO
 
 READ_CHUNK: Final = 1024 * 1024
 OVERSIZE_HEAD: Final = 256
@@ -56,7 +57,7 @@ class StdioConnection(Connection):
     `exit` (status; note says how it ended) and `stderr` (the tail, when there is any).
     """
 
-    transport = "stdio"
+    transport = STDIO
 
     def __init__(
         self,

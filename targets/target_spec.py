@@ -17,6 +17,7 @@ from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from targets.transcript import Transcript
+from targets.transports import HTTP, STDIO, Transport
 
 TargetKind = Literal["stdio", "http", "http+spawn"]
 
@@ -48,8 +49,8 @@ class TargetSpec:
     isolate_network: bool = False
 
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.kind == "stdio" else "http"
+    def transport(self) -> Transport:
+        return STDIO if self.kind == "stdio" else HTTP
 
     def command_for_port(self, port: int) -> list[str]:
         """The `http+spawn:` command with every `{port}` replaced (str.replace, so JSON braces survive)."""

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from targets.transports import Transport, transport_named
+
 # Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
 # module-wide lock keeps each event's index, which `ref` points at, exact, and leaves the
 # dataclass itself copyable and picklable.
@@ -92,11 +94,14 @@ class Event:
 @dataclass(slots=True)
 class Transcript:
     target: str
-    transport: Literal["stdio", "http"]
+    transport: Transport  # a name ("stdio", "http") given here becomes its Transport
     events: list[Event] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     notifications: int = 0
     dropped: int = 0
+
+    def __post_init__(self) -> None:
+        self.transport = transport_named(self.transport)
 
     def add(self, kind: EventKind, **fields: Any) -> int:
         """Append an event stamped now; returns its index so HTTP responses can `ref` their request.
@@ -139,7 +144,7 @@ class Transcript:
         messages that arrived after the frame was written, which is all a client can know.
         """
         sent = self.events[send_index]
-        if self.transport == "http":
+        if self.transport.pairs_by_request:
             return [e for e in self.events if e.kind == "recv" and e.ref == send_index]
         msg = sent.message
         if not isinstance(msg, dict) or "id" not in msg:

@@ -87,7 +87,7 @@ class Run:
     def status(self, step: int) -> int | None:
         """HTTP status of the answer to a step (None on stdio or when none came)."""
         pair = self.pair(step)
-        if pair is None or self.transcript.transport != "http":
+        if pair is None or not self.transcript.transport.http_semantics:
             return None
         return self.exchange.status_of(pair)
 
@@ -225,12 +225,12 @@ def _stall_probe(run: Run, conn: Connection, k: int, *, timeout: float) -> str |
     """Step `k` got no answer on a live process: does that process still answer anything?"""
     rid = f"{STALL_PROBE_ID_PREFIX}{k}"
     probe = wire.build_request(rid, "server/discover")
-    if conn.transport == "http":
+    if conn.transport.pairs_by_request:
         idx = conn.send(probe, timeout=timeout)  # type: ignore[call-arg]  # HTTP: the POST waits itself
     else:
         idx = conn.send(probe)
     answered: Any
-    if conn.transport == "http":
+    if conn.transport.pairs_by_request:
         answered = any(e.kind == "recv" and wire.is_response(e.message) for e in conn.events_for(idx))
     else:
         answered = conn.read_until(
@@ -265,7 +265,7 @@ def _collect_response(run: Run, conn: Connection, k: int, step: Step, *, timeout
     idx = run.sends[k]
     frame = run.frames.get(k)
     matchable, rid = _request_id(frame)
-    if conn.transport == "http":
+    if conn.transport.pairs_by_request:
         # Over HTTP the answer to a POST is exact (ref); a response there with another id is
         # still *the* answer, which is how cross-wiring shows.
         for event in conn.events_for(idx):
