@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from targets import frame_recipe
 from targets.transports import Transport, transport_named
 
 # Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
@@ -56,9 +57,12 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "t": round(self.t, 6), "proc": self.proc}
-        if self.message is not None:
+        made = frame_recipe.dump_bytes(self.raw, self.message, "message") if self.kind == "send" else None
+        if made is not None:  # a generated huge frame: how to make it, not its 11 MiB twice
+            out.update(made)
+        elif self.message is not None:
             out["message"] = self.message
-        if self.raw is not None:
+        if self.raw is not None and made is None:
             try:
                 out["raw"] = self.raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -74,7 +78,11 @@ class Event:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
         raw: bytes | None = None
-        if "raw" in data:
+        message = data.get("message")
+        made = frame_recipe.load_bytes(data, "message")
+        if made is not None:
+            raw, message = made
+        elif "raw" in data:
             raw = data["raw"].encode("utf-8")
         elif "raw_b64" in data:
             raw = base64.b64decode(data["raw_b64"])
@@ -82,7 +90,7 @@ class Event:
             kind=data["kind"],
             t=float(data.get("t", 0.0)),
             proc=int(data.get("proc", 0)),
-            message=data.get("message"),
+            message=message,
             raw=raw,
             status=data.get("status"),
             headers=data.get("headers"),
