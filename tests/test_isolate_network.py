@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from process_support import default_sigint
 
@@ -119,3 +120,18 @@ def test_where_the_machine_does_not_allow_it_one_line_and_exit_2(command: str, t
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "network namespace" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+@needs_netns
+def test_load_runs_against_an_isolated_http_spawn_target(listener: socket.socket, tmp_path: Path) -> None:
+    log = tmp_path / "reach.log"
+    out = tmp_path / "load"
+    done = subprocess.run([PY, "-m", "load", "--isolate-network", "--target", target("http+spawn", listener.getsockname()[1], log),
+                           "--run-time", "3s", "--users", "2", "--out", str(out)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, preexec_fn=default_sigint)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    assert summary["requests"] > 0 and summary["failures"] == 0
+    outcomes = log.read_text().splitlines()
+    assert outcomes and all(o.startswith("unreachable") for o in outcomes), outcomes
+    assert arrivals(listener) == 0
