@@ -79,7 +79,7 @@ ctl.sendall(json.dumps({"ready": threads == 1, "threads": threads}).encode() + b
 if threads != 1:
     sys.exit(0)
 
-def child(fds, tag, cgroup):
+def child(fds, tag, cgroup, isolate):
     os.setsid()
     if cgroup:  # the server's own cgroup (targets.cgroups): whatever it starts stays in it
         try:
@@ -87,6 +87,13 @@ def child(fds, tag, cgroup):
                 f.write("0")
         except OSError:
             pass
+    if isolate:  # --isolate-network: a namespace of its own with loopback up (as targets.netns does)
+        import ctypes, fcntl, struct
+        if ctypes.CDLL(None, use_errno=True).unshare(0x40000000) != 0:
+            os._exit(126)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            flags = struct.unpack("16sh14x", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("16sh14x", b"lo", 0)))[1]
+            fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sh14x", b"lo", flags | 1))
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in fds:
@@ -143,7 +150,7 @@ while True:
         if level == socket.SOL_SOCKET and kind_ == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
     order = json.loads(msg)
-    tag, cgroup = order["tag"], order.get("cgroup", "")
+    tag, cgroup, isolate = order["tag"], order.get("cgroup", ""), order.get("isolate", False)
     r, w = os.pipe()
     middle = os.fork()
     if middle == 0:
@@ -151,7 +158,7 @@ while True:
         pid = os.fork()
         if pid == 0:
             os.close(w)
-            child(list(fds), tag, cgroup)
+            child(list(fds), tag, cgroup, isolate)
         os.write(w, str(pid).encode())
         os._exit(0)
     os.close(w)
@@ -223,6 +230,7 @@ class ForkServer:
             raise SpawnError(f"not a Python script or module command: {argv!r}")
         self.argv = list(argv)
         self.note = ""
+        self.isolate_network = isolate_network
         kind, what, args = plan
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._ctl = ours
@@ -232,7 +240,7 @@ class ForkServer:
             self._zygote: ManagedProcess = spawn(
                 [argv[0], "-c", ZYGOTE, str(theirs.fileno()), kind, what, *args], env=env,
                 pass_fds=(theirs.fileno(),), pipes=False,  # what imports print goes to the stderr ring
-                # isolated, the zygote's namespace is the one all its children share: loopback only
+                # isolated, the zygote too: what its imports do cannot reach out either
                 isolate_network=isolate_network,
             )
         finally:
@@ -269,7 +277,8 @@ class ForkServer:
         err_r, err_w = os.pipe()
         tag = ownership.new_tag()
         cgroup = new_server_cgroup(tag)
-        order = {"tag": tag, "cgroup": str(cgroup.path / "cgroup.procs") if cgroup is not None else ""}
+        order = {"tag": tag, "cgroup": str(cgroup.path / "cgroup.procs") if cgroup is not None else "",
+                 "isolate": self.isolate_network}
         try:
             with self._lock:
                 self._ctl.sendmsg([orjson.dumps(order)],

@@ -7,6 +7,7 @@ the check can fail). Nothing here sends to an address outside the machine.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import socket
@@ -19,7 +20,7 @@ import orjson
 import pytest
 from process_support import default_sigint
 
-from targets import netns
+from targets import netns, wire
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,3 +136,26 @@ def test_load_runs_against_an_isolated_http_spawn_target(listener: socket.socket
     outcomes = log.read_text().splitlines()
     assert outcomes and all(o.startswith("unreachable") for o in outcomes), outcomes
     assert arrivals(listener) == 0
+
+
+@needs_netns
+@pytest.mark.parametrize("fork_server", [True, False])
+def test_every_fresh_process_has_a_namespace_of_its_own(fork_server: bool) -> None:
+    from targets.stdio_driver import StdioPool
+    from targets.target_spec import default_target, isolated
+    from targets.transcript import Transcript
+
+    spec = isolated(default_target("stdio"))
+    pool = StdioPool(spec, size=0, fork_server=fork_server)
+    try:
+        conns = [pool.take(Transcript(spec.text, "stdio")) for _ in range(2)]
+        assert pool.forking is fork_server
+        for conn in conns:  # answered: past its start-up, so in the namespace it runs in
+            idx = conn.send(wire.build_request("ns", "server/discover"))
+            assert conn.read_until(lambda e: e.kind == "recv", 20.0, since=idx, awaited="discover") is not None
+        spaces = {os.readlink(f"/proc/{c.process.pid}/ns/net") for c in conns}
+        assert len(spaces) == 2 and os.readlink("/proc/self/ns/net") not in spaces
+        for conn in conns:
+            conn.close()
+    finally:
+        pool.close()
