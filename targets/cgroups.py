@@ -15,6 +15,7 @@ processes.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -68,6 +69,7 @@ def harness_root() -> Path | None:
             _why_not = "no cgroup v2 hierarchy is mounted"
             return None
         parent = mount / own.lstrip("/")
+        _sweep_stale(parent)
         root = parent / f"mcp-gauntlet-{os.getpid()}"
         try:
             root.mkdir(exist_ok=True)
@@ -80,7 +82,31 @@ def harness_root() -> Path | None:
             _why_not = "the kernel has no cgroup.kill (Linux 5.14 or later)"
             return None
         _root = root
+        atexit.register(_remove_root, root)
         return _root
+
+
+def _remove_root(root: Path) -> None:
+    """At a normal exit, after every server was reaped: the directory goes (the guardian would
+    too, unless something killed it with the harness's other children)."""
+    for sub in sorted(root.glob("*/"), reverse=True):
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    with contextlib.suppress(OSError):
+        root.rmdir()
+
+
+def _sweep_stale(parent: Path) -> None:
+    """Remove the empty server-cgroup directories of harnesses that are gone (whose guardian
+    was killed with them); a directory still holding processes is left alone."""
+    with contextlib.suppress(OSError):
+        for entry in parent.iterdir():
+            name = entry.name
+            if not name.startswith("mcp-gauntlet-") or not name[13:].isdigit():
+                continue
+            if Path(f"/proc/{name[13:]}").exists():
+                continue
+            _remove_root(entry)
 
 
 def available() -> tuple[bool, str]:

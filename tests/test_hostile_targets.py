@@ -346,6 +346,20 @@ def test_each_server_gets_a_cgroup_of_its_own_removed_when_it_ends() -> None:
     assert not proc.cgroup.path.exists()
 
 
+def test_a_gone_harness_leaves_no_empty_cgroup_behind() -> None:
+    """A harness killed together with its guardian leaves empty directories; the next one removes
+    them (only empty ones of harnesses that are gone)."""
+    root = cgroups.harness_root()
+    if root is None:
+        pytest.skip(f"no cgroup per server here: {cgroups.available()[1]}")
+    gone = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    stale = root.parent / f"mcp-gauntlet-{gone}"
+    (stale / f"{gone}.1").mkdir(parents=True)
+    cgroups._sweep_stale(root.parent)
+    assert not stale.exists()
+    assert root.is_dir()  # ours: this harness is alive
+
+
 @pytest.mark.slow
 def test_peak_memory_of_a_300_example_campaign_against_a_correct_stdio_server(tmp_path: Path) -> None:
     """The bound the issue sets (300 MB); measured 270 MB without and 66 MB with an example database."""
