@@ -106,7 +106,7 @@ class Prepared:
         )
 
     def dump(self) -> dict[str, Any]:
-        return {"spec": self.spec.text, "era": self.era, "surface": asdict(self.surface),
+        return {"spec": self.spec.text, "isolate_network": self.spec.isolate_network, "era": self.era, "surface": asdict(self.surface),
                 "fresh_processes": self.fresh_processes, "detail": self.detail, "mutations": list(self.mutations),
                 "dual": self.dual}
 
@@ -117,7 +117,8 @@ class Prepared:
         s = dict(data["surface"])
         s["triggers"] = [MrtrTrigger(**t) for t in s.get("triggers", [])]
         s["handles"] = HandleFlow(**s["handles"]) if s.get("handles") else None
-        return cls(parse_target(data["spec"], allow_remote=True), data["era"], Surface(**s),
+        spec = parse_target(data["spec"], allow_remote=True, isolate_network=bool(data.get("isolate_network")))
+        return cls(spec, data["era"], Surface(**s),
                    data["fresh_processes"], data.get("detail", ""), tuple(data.get("mutations", ())),
                    bool(data.get("dual", False)))
 

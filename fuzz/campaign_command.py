@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 from targets import extra_headers, fork_server, validate
-from targets.target_spec import TargetError, TargetSpec, default_target, parse_target
+from targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
 
 def property_names() -> tuple[str, ...]:
@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
     extra_headers.add_option(p)
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
+    p.add_argument("--isolate-network", action="store_true",
+                   help="start each server in a network namespace of its own with only a loopback, so a tool that "
+                        "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
     p.add_argument("--no-fork-server", action="store_true",
                    help="start every fresh process of a Python stdio target by plain spawning (default: fork it "
                         "from a process that imported the server's dependencies once)")
@@ -142,12 +145,13 @@ def _targets(args: argparse.Namespace) -> list[TargetSpec]:
     if args.target:
         if args.transports:
             raise UsageError("--transports applies only to the built-in target; --target already names one")
-        return [parse_target(args.target, allow_remote=args.allow_remote)]
+        return [parse_target(args.target, allow_remote=args.allow_remote, isolate_network=args.isolate_network)]
     wanted = ["stdio", "http"] if not args.transports else [t.strip() for t in args.transports.split(",") if t.strip()]
     bad = [t for t in wanted if t not in ("stdio", "http")]
     if bad or not wanted:
         raise UsageError(f"--transports takes stdio, http or both, not {args.transports!r}")
-    return [default_target(t) for t in dict.fromkeys(wanted)]  # type: ignore[arg-type]
+    specs = [default_target(t) for t in dict.fromkeys(wanted)]  # type: ignore[arg-type]
+    return [isolated(s) for s in specs] if args.isolate_network else specs
 
 
 def _validate(args: argparse.Namespace) -> None:

@@ -83,7 +83,7 @@ class McpSession:
 
     def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = "should") -> None:
         from fuzz.campaign import UnusableTarget, prepare_target
-        from fuzz.properties.endpoints import open_endpoint
+        from targets.endpoints import open_endpoint
         from targets.target_spec import TargetError, parse_target
 
         try:

@@ -118,7 +118,7 @@ def case_from_transcript(doc: dict[str, Any]) -> Case:
             continue
         msg = event.message
         expects_answer = isinstance(msg, dict) and "method" in msg and "id" in msg
-        headers = event.headers if transcript.transport == "http" else None
+        headers = event.headers if transcript.transport.http_semantics else None
         if headers:
             headers = {k: v for k, v in headers.items() if k.lower() not in ("host", "content-length")}
         # The exact bytes go out again; the parsed frame is kept so its answer can be matched by id.
@@ -179,7 +179,7 @@ def replay_document(
 
 def replay_attempts(
     doc: dict[str, Any], *, target: str | None = None, timeout: float | None = None, allow_remote: bool = False,
-    base: Path | None = None, attempts: int = 1,
+    base: Path | None = None, attempts: int = 1, isolate_network: bool = False,
 ) -> ReplayVerdict:
     """Probe the target once, then play and judge the reproduction `attempts` times on fresh
     processes, under the conditions the file recorded."""
@@ -190,23 +190,23 @@ def replay_attempts(
     # Another target given on the command line runs from here; the recorded one from where it ran.
     cwd = None if target and target != doc.get("target") else recorded_cwd(doc, base)
     with working_directory(cwd):
-        return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0))
-                              for i in range(max(1, attempts))])
+        return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0),
+                                    isolate_network=isolate_network) for i in range(max(1, attempts))])
 
 
 def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, allow_remote: bool, *,
-          probe_first: bool) -> ReplayOutcome:
+          probe_first: bool, isolate_network: bool = False) -> ReplayOutcome:
     from fuzz.campaign import Prepared
     from fuzz.properties.base import Context, Property, all_properties
-    from fuzz.properties.endpoints import open_endpoint
     from fuzz.properties.executor import HarnessError, execute
     from fuzz.properties.judging import judge_run
     from fuzz.properties.surface import Surface
+    from targets.endpoints import open_endpoint
     from targets.probe import ProbeFailure, probe
     from targets.target_spec import TargetError, parse_target
 
     try:
-        spec = parse_target(target_text, allow_remote=allow_remote)
+        spec = parse_target(target_text, allow_remote=allow_remote, isolate_network=isolate_network)
     except TargetError as exc:
         raise ReplayUsageError(str(exc)) from None
     has_case = isinstance(doc.get("case"), dict)
@@ -249,7 +249,7 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
 
 
 def _unreachable(transcript: Transcript) -> bool:
-    if transcript.transport != "http":
+    if not transcript.transport.pairs_by_request:
         return False
     sends = [i for i, e in enumerate(transcript.events) if e.kind == "send"]
     if not sends:
@@ -293,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     extra_headers.add_option(p)
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
+    p.add_argument("--isolate-network", action="store_true",
+                   help="start each server in a network namespace of its own with only a loopback, so a tool that "
+                        "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
     return p
 
 
@@ -314,7 +317,8 @@ def replay_main(argv: list[str]) -> int:
                                      for _ in range(args.attempts)])
         else:
             verdict = replay_attempts(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote,
-                                      base=path.resolve().parent, attempts=args.attempts)
+                                      base=path.resolve().parent, attempts=args.attempts,
+                                      isolate_network=args.isolate_network)
     except (ReplayUsageError, ValueError) as exc:
         print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ import orjson
 from fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write
 from fuzz.markdown_summary import summary_bytes
 from fuzz.sarif import sarif_bytes
+from targets.frame_recipe import describe
 from targets.wire import MODERN_VERSION
 
 # --- what both reports say of a finding ---
@@ -181,6 +182,8 @@ def _event_body(ev: dict[str, Any]) -> str:
         return repr(ev["raw"])
     if "raw_b64" in ev:
         return f"<bytes, base64 {ev['raw_b64']}>"
+    if isinstance(ev.get("raw_made"), dict):
+        return describe(ev["raw_made"])
     return ""
 
 

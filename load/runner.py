@@ -40,7 +40,7 @@ from load.summary import format_table, read_json, summary_line, write_json
 from targets import extra_headers, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
-from targets.target_spec import TargetError, TargetSpec, parse_target, reference_command
+from targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
 
 USERS_FILE = Path(__file__).with_name("users.py")
 PROGRESS_FILE = "progress.jsonl"
@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"server RSS growth that fails the run (default {DEFAULT_MEMORY_THRESHOLD_MB:g})")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback http:// target")
     extra_headers.add_option(p)  # every Locust user's request carries them (load/mcp_client.py)
+    p.add_argument("--isolate-network", action="store_true",
+                   help="start each server (the default or http+spawn:) in a network namespace of its own, "
+                        "reached through a relay on its loopback port (Linux, root)")
     p.add_argument("--bug", action="append", default=[], metavar="NAME",
                    help="embedded default only: start the reference server with this mutant bug")
     p.add_argument("--path", default="/mcp", help="MCP endpoint path of http+spawn instances (default /mcp)")
@@ -139,6 +142,16 @@ def parse_duration(text: str, option: str = "--run-time") -> float:
 
 
 def _target(args: argparse.Namespace, workdir: Path) -> TargetSpec:
+    spec = _named_target(args, workdir)
+    if not getattr(args, "isolate_network", False):
+        return spec
+    try:
+        return isolated(spec)
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _named_target(args: argparse.Namespace, workdir: Path) -> TargetSpec:
     if args.target is None or not args.target.strip():
         bug_args = [a for name in args.bug for a in ("--bug", name)]
         db = workdir / "reference.sqlite3"

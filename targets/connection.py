@@ -11,10 +11,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from targets import wire
 from targets.transcript import Event, EventKind, Transcript
+from targets.transports import Transport
 
 DEFAULT_TIMEOUT: Final = 10.0
 DEFAULT_LINE_CAP: Final = 16 * 1024 * 1024
@@ -67,7 +68,7 @@ class Connection(ABC):
     - `close` ends it; for stdio that reaps the process and records `exit` and `stderr`.
     """
 
-    transport: Literal["stdio", "http"]
+    transport: Transport
 
     def __init__(self, transcript: Transcript, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.transcript = transcript
@@ -145,7 +146,7 @@ class Connection(ABC):
     def events_for(self, send_index: int) -> list[Event]:
         """What answered the frame at `send_index`: over HTTP every event that refs it (recv, http,
         noise, timeout, error); over stdio the responses with its id."""
-        if self.transport == "http":
+        if self.transport.pairs_by_request:
             return [e for e in self.transcript.events if e.ref == send_index]
         return self.transcript.responses_to(send_index)
 

@@ -32,6 +32,7 @@ from typing import Final
 import orjson
 
 from targets import ownership
+from targets.cgroups import new_server_cgroup
 from targets.processes import ManagedProcess, SpawnError, register, spawn
 from targets.stderr_ring import capture
 
@@ -78,8 +79,21 @@ ctl.sendall(json.dumps({"ready": threads == 1, "threads": threads}).encode() + b
 if threads != 1:
     sys.exit(0)
 
-def child(fds, tag):
+def child(fds, tag, cgroup, isolate):
     os.setsid()
+    if cgroup:  # the server's own cgroup (targets.cgroups): whatever it starts stays in it
+        try:
+            with open(cgroup, "w") as f:
+                f.write("0")
+        except OSError:
+            pass
+    if isolate:  # --isolate-network: a namespace of its own with loopback up (as targets.netns does)
+        import ctypes, fcntl, struct
+        if ctypes.CDLL(None, use_errno=True).unshare(0x40000000) != 0:
+            os._exit(126)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            flags = struct.unpack("16sh14x", fcntl.ioctl(s.fileno(), 0x8913, struct.pack("16sh14x", b"lo", 0)))[1]
+            fcntl.ioctl(s.fileno(), 0x8914, struct.pack("16sh14x", b"lo", flags | 1))
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     for fd in fds:
@@ -135,7 +149,8 @@ while True:
     for level, kind_, data in anc:
         if level == socket.SOL_SOCKET and kind_ == socket.SCM_RIGHTS:
             fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
-    tag = json.loads(msg)["tag"]
+    order = json.loads(msg)
+    tag, cgroup, isolate = order["tag"], order.get("cgroup", ""), order.get("isolate", False)
     r, w = os.pipe()
     middle = os.fork()
     if middle == 0:
@@ -143,7 +158,7 @@ while True:
         pid = os.fork()
         if pid == 0:
             os.close(w)
-            child(list(fds), tag)
+            child(list(fds), tag, cgroup, isolate)
         os.write(w, str(pid).encode())
         os._exit(0)
     os.close(w)
@@ -208,12 +223,14 @@ class _ForkedPopen:
 class ForkServer:
     """One zygote for one Python target command; `spawn()` is a fresh server process."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None, *,
+                 isolate_network: bool = False) -> None:
         plan = applies(argv)
         if plan is None:
             raise SpawnError(f"not a Python script or module command: {argv!r}")
         self.argv = list(argv)
         self.note = ""
+        self.isolate_network = isolate_network
         kind, what, args = plan
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._ctl = ours
@@ -223,6 +240,8 @@ class ForkServer:
             self._zygote: ManagedProcess = spawn(
                 [argv[0], "-c", ZYGOTE, str(theirs.fileno()), kind, what, *args], env=env,
                 pass_fds=(theirs.fileno(),), pipes=False,  # what imports print goes to the stderr ring
+                # isolated, the zygote too: what its imports do cannot reach out either
+                isolate_network=isolate_network,
             )
         finally:
             theirs.close()
@@ -252,18 +271,24 @@ class ForkServer:
     def spawn(self) -> ManagedProcess:
         """A fresh server process forked from the zygote; SpawnError when that fails."""
         ownership.become_subreaper()
+        ownership.ensure_guardian()
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         tag = ownership.new_tag()
+        cgroup = new_server_cgroup(tag)
+        order = {"tag": tag, "cgroup": str(cgroup.path / "cgroup.procs") if cgroup is not None else "",
+                 "isolate": self.isolate_network}
         try:
             with self._lock:
-                self._ctl.sendmsg([orjson.dumps({"tag": tag})],
+                self._ctl.sendmsg([orjson.dumps(order)],
                                   [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes(in_r, out_w, err_w))])
                 answer = self._read()
         except (OSError, ValueError) as exc:
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
             raise SpawnError(f"the fork server failed: {exc}") from None
         finally:
             for fd in (in_r, out_w, err_w):
@@ -272,9 +297,11 @@ class ForkServer:
         if pid <= 0:
             for fd in (in_w, out_r, err_r):
                 os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
             raise SpawnError("the fork server could not fork")
         popen = _ForkedPopen(pid, in_w, out_r)
-        return register(ManagedProcess(self.argv, popen, capture(err_r), tag))  # type: ignore[arg-type]
+        return register(ManagedProcess(self.argv, popen, capture(err_r), tag, cgroup))  # type: ignore[arg-type]
 
     def alive(self) -> bool:
         return self._zygote.running()
@@ -298,11 +325,12 @@ def _tail(proc: ManagedProcess) -> str:
     return f"; its output ends: {tail[-1][:200]}" if tail else ""
 
 
-def start_fork_server(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[ForkServer | None, str]:
+def start_fork_server(argv: Sequence[str], env: Mapping[str, str] | None = None, *,
+                      isolate_network: bool = False) -> tuple[ForkServer | None, str]:
     """A fork server for `argv` when one applies and works, else None and why (a note for the user)."""
     if disabled() or applies(argv) is None or not sys.platform.startswith("linux"):
         return None, ""
     try:
-        return ForkServer(argv, env), ""
+        return ForkServer(argv, env, isolate_network=isolate_network), ""
     except SpawnError as exc:
         return None, f"fork server off, spawning each process: {exc}"

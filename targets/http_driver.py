@@ -33,6 +33,7 @@ from targets.connection import (
 )
 from targets.http_deadline import deadline_connection
 from targets.transcript import Transcript
+from targets.transports import HTTP
 
 READ_CHUNK: Final = 64 * 1024
 DEFAULT_SSE_LINGER: Final = 0.25
@@ -165,7 +166,7 @@ class HttpConnection(Connection):
     `closed` when an SSE stream ended without the response, `error` for transport failures.
     """
 
-    transport = "http"
+    transport = HTTP
 
     def __init__(
         self,

@@ -8,6 +8,12 @@
 - If the harness is SIGKILLed nothing of it runs, so each server gets PR_SET_PDEATHSIG: the
   kernel kills it when the harness dies. The signal follows the *thread* that forked, so every
   server is started from one long-lived thread (`run_in_spawner`), never a short-lived worker.
+- The parent-death signal reaches only the process the harness started, not a wrapper's
+  children (`sh -c`, `npx`). So each server also gets a cgroup of its own where the machine has
+  a writable cgroup v2 hierarchy (`targets.cgroups`), and a guardian process, started with the
+  first server, holds the read end of a pipe that only the harness holds open: at EOF (the
+  harness is gone, however it ended) it kills the harness's cgroups and every process carrying
+  one of the harness's tags, then removes the cgroups and exits.
 """
 
 from __future__ import annotations
@@ -19,12 +25,15 @@ import itertools
 import os
 import queue
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Final, TypeVar
+
+from targets import cgroups
 
 TAG_VAR: Final = "MCP_GAUNTLET_OWNER"
 _PR_SET_PDEATHSIG: Final = 1
@@ -57,18 +66,121 @@ def become_subreaper() -> bool:
     return _subreaper_done
 
 
-def die_with_parent_preexec(parent: int) -> Callable[[], None] | None:
-    """A `preexec_fn` that sets SIGKILL as the child's parent-death signal (None off Linux)."""
+def die_with_parent_preexec(parent: int, cgroup_fd: int = -1,
+                            also: Callable[[], None] | None = None) -> Callable[[], None] | None:
+    """A `preexec_fn` that moves the child into its cgroup (when `cgroup_fd` is an open
+    `cgroup.procs`), runs `also` (e.g. a network namespace of its own; an exception there fails
+    the start) and sets SIGKILL as its parent-death signal (None off Linux)."""
     if _libc is None:
-        return None
+        return also
     prctl = _libc.prctl
 
     def preexec() -> None:
+        if cgroup_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.write(cgroup_fd, b"0")
+        if also is not None:
+            also()
         prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:  # the harness died between fork and prctl
             os._exit(137)
 
     return preexec
+
+
+# --- the guardian: cleans up after a harness that could not (SIGKILL) ---
+
+# argv: [python, -I, -S, -c, GUARDIAN, cgroup root or "", tag prefix]; stdin: the harness's pipe
+GUARDIAN: Final = r'''
+import os, signal, sys, time
+root, prefix = sys.argv[1], sys.argv[2].encode()
+try:
+    while os.read(0, 4096):
+        pass
+except OSError:
+    pass
+
+def tagged():
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if any(item.startswith(prefix) for item in env.split(b"\0")):
+            found.append(int(name))
+    return found
+
+def populated():
+    try:
+        with open(os.path.join(root, "cgroup.events")) as f:
+            return "populated 1" in f.read()
+    except OSError:
+        return False
+
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    if root:
+        try:
+            with open(os.path.join(root, "cgroup.kill"), "w") as f:
+                f.write("1")
+        except OSError:
+            pass
+    pids = tagged()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if not pids and not (root and populated()):
+        break
+    time.sleep(0.02)
+if root:
+    for path, _dirs, _files in os.walk(root, topdown=False):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+'''
+
+_guardian: subprocess.Popen[bytes] | None = None
+_guardian_pid = 0
+_guardian_lock = threading.Lock()
+
+
+def ensure_guardian() -> None:
+    """Start this harness's guardian once (per process: a forked child starts its own)."""
+    global _guardian, _guardian_pid
+    if _libc is None:
+        return
+    with _guardian_lock:
+        if _guardian_pid == os.getpid():
+            return
+        _guardian_pid = os.getpid()
+        root = cgroups.harness_root()
+        with contextlib.suppress(OSError):
+            # Its own session and an empty environment: no signal to our group and no tag a test
+            # or a kill_tagged looks for reaches it; it ends by itself at EOF on stdin.
+            _guardian = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", GUARDIAN, str(root or ""), f"{TAG_VAR}={os.getpid()}."],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, close_fds=True, env={},
+            )
+
+
+def _forget_guardian_in_child() -> None:
+    """A fork of the harness must not keep the parent's guardian waiting (nor think it has one)."""
+    global _guardian, _guardian_pid
+    if _guardian is not None and _guardian.stdin is not None:
+        with contextlib.suppress(OSError):
+            os.close(_guardian.stdin.fileno())
+    _guardian, _guardian_pid = None, 0
+
+
+os.register_at_fork(after_in_child=_forget_guardian_in_child)
 
 
 # --- one long-lived thread starts every server ---

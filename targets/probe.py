@@ -426,7 +426,7 @@ def _check_dual(target: Target, transcript: Transcript, result: ProbeResult, tim
 
 
 def _stdout_problems(transcript: Transcript, result: ProbeResult) -> None:
-    if transcript.transport != "stdio":
+    if not transcript.transport.line_framed:
         return
     noise = [e for e in transcript.events if e.kind == "noise"]
     for event in noise[:3]:
@@ -441,7 +441,7 @@ def _explain(spec: TargetSpec, transcript: Transcript, timeout: float) -> str:
     """One line saying why the target is unusable, from what the transcript recorded."""
     events = transcript.events
     errors = [e for e in events if e.kind == "error" and "broken pipe" not in e.note]
-    if spec.transport == "http" and errors:
+    if spec.transport.pairs_by_request and errors:
         return f"cannot reach the target: {errors[-1].note}"
     noise = [e for e in events if e.kind == "noise"]
     exits = [e for e in events if e.kind == "exit"]
@@ -492,6 +492,9 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
     extra_headers.add_option(parser)
+    parser.add_argument("--isolate-network", action="store_true",
+                        help="start each server in a network namespace of its own with only a loopback, so a tool that "
+                             "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
     args = parser.parse_args(argv)
     try:
         validate.seconds(args.timeout, "--timeout")
@@ -502,7 +505,7 @@ def probe_main(argv: list[str]) -> int:
         print(f"probe: {exc}", file=sys.stderr)
         return 2
     try:
-        spec = parse_target(args.target, allow_remote=args.allow_remote)
+        spec = parse_target(args.target, allow_remote=args.allow_remote, isolate_network=args.isolate_network)
         result = probe(spec, timeout=args.timeout, max_pages=args.max_pages, check_dual=not args.no_dual)
     except (TargetError, ProbeFailure) as exc:
         print(f"probe: {exc}", file=sys.stderr)

@@ -6,7 +6,8 @@ to the process group, and a registry of live groups makes sure an exception, `sy
 Ctrl-C or SIGTERM leaves nothing behind.
 
 Why more than the group: a daemon that double-forks and calls `setsid` leaves it; see
-`targets.ownership` (an environment tag per server, a child subreaper, a parent-death signal).
+`targets.ownership` (an environment tag per server, a child subreaper, a parent-death signal,
+a guardian for a SIGKILLed harness) and `targets.cgroups` (a cgroup per server where possible).
 Stderr goes to a bounded ring in memory (`targets.stderr_ring`), never to a file.
 
 Why `waitid(WNOWAIT)`: once a leader is reaped its pid, which is also the group id, may be
@@ -30,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from targets import ownership
+from targets import netns, ownership
+from targets.cgroups import ServerCgroup, new_server_cgroup
 from targets.stderr_ring import StderrRing, capture, release
 
 STDERR_TAIL_BYTES: Final = 8192
@@ -63,7 +65,8 @@ def gevent_patched() -> bool:
 class ManagedProcess:
     """One started command: its pipes, its stderr ring, its tag, and the group it leads."""
 
-    def __init__(self, argv: Sequence[str], popen: subprocess.Popen[bytes], log: StderrRing, tag: str = "") -> None:
+    def __init__(self, argv: Sequence[str], popen: subprocess.Popen[bytes], log: StderrRing, tag: str = "",
+                 cgroup: ServerCgroup | None = None) -> None:
         self.argv = list(argv)
         self.popen = popen
         self.pid = popen.pid
@@ -71,6 +74,7 @@ class ManagedProcess:
         self.started = time.monotonic()
         self._log = log
         self.tag = tag
+        self.cgroup = cgroup
         self._status: int | None = None
         self._reaped = False
         self._lock = threading.Lock()
@@ -156,7 +160,10 @@ class ManagedProcess:
                     status = self.wait_exit(5.0)
                 self._end_stragglers(term_grace)
             finally:
-                # Daemons that left the group (double fork + setsid) still carry our tag.
+                # Daemons that left the group (double fork + setsid) are still in its cgroup
+                # and still carry our tag (unless they dropped their environment).
+                if self.cgroup is not None:
+                    self.cgroup.kill()
                 if self.tag:
                     with contextlib.suppress(OSError):
                         ownership.kill_tagged(self.tag)
@@ -170,6 +177,8 @@ class ManagedProcess:
                     pass
                 if self.popen.returncode is not None:
                     self._status = self.popen.returncode
+                if self.cgroup is not None:
+                    self.cgroup.remove()
                 self._reaped = True
                 # stdout stays open: its owner may still read what the group wrote before it
                 # died, and closing it here would let the fd number be reused under the reader.
@@ -224,22 +233,33 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     pass_fds: Sequence[int] = (),
+    isolate_network: bool = False,
 ) -> ManagedProcess:
     """Start `argv` in a new session; stdin/stdout are pipes when `pipes`, else stdin is /dev/null
     and stdout joins stderr in the stderr ring. Raises SpawnError (one line) when it cannot start.
 
     The child is tagged (`ownership.TAG_VAR`), dies with the harness (parent-death signal), and
     is started from the long-lived spawner thread so that signal follows the harness, not a
-    short-lived worker thread."""
+    short-lived worker thread. With `isolate_network` it gets a network namespace of its own
+    (`targets.netns`)."""
     if not argv:
         raise SpawnError("empty command line")
     if gevent_patched():
         raise SpawnError(GEVENT_PATCHED)
     _install_signal_handlers()
     ownership.become_subreaper()
+    ownership.ensure_guardian()
     argv = _resolve_own_script(argv)
     tag = ownership.new_tag()
     child_env = {**(os.environ if env is None else env), ownership.TAG_VAR: tag}
+    cgroup = new_server_cgroup(tag)
+    cgroup_fd = -1
+    if cgroup is not None:
+        try:
+            cgroup_fd = cgroup.join_fd()
+        except OSError:
+            cgroup.remove()
+            cgroup = None
     err_r, err_w = os.pipe()
     try:
         popen = ownership.run_in_spawner(
@@ -254,21 +274,26 @@ def spawn(
                 env=child_env,
                 cwd=cwd,
                 pass_fds=tuple(pass_fds),
-                preexec_fn=ownership.die_with_parent_preexec(os.getpid()),
+                preexec_fn=ownership.die_with_parent_preexec(
+                    os.getpid(), cgroup_fd, netns.isolate_in_child if isolate_network else None),
             )
         )
-    except FileNotFoundError:
+    except (OSError, subprocess.SubprocessError) as exc:
         os.close(err_r)
-        raise SpawnError(f"command not found: {argv[0]}") from None
-    except PermissionError:
-        os.close(err_r)
-        raise SpawnError(f"command is not executable: {argv[0]}") from None
-    except OSError as exc:
-        os.close(err_r)
+        if cgroup is not None:
+            cgroup.remove()
+        if not isinstance(exc, OSError):  # raised by preexec_fn: only the namespace can fail there
+            raise SpawnError(f"cannot start {argv[0]} in a network namespace of its own") from None
+        if isinstance(exc, FileNotFoundError):
+            raise SpawnError(f"command not found: {argv[0]}") from None
+        if isinstance(exc, PermissionError):
+            raise SpawnError(f"command is not executable: {argv[0]}") from None
         raise SpawnError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
     finally:
         os.close(err_w)
-    return register(ManagedProcess(argv, popen, capture(err_r), tag))
+        if cgroup_fd >= 0:
+            os.close(cgroup_fd)
+    return register(ManagedProcess(argv, popen, capture(err_r), tag, cgroup))
 
 
 def register(proc: ManagedProcess) -> ManagedProcess:

@@ -18,6 +18,7 @@ from typing import Final
 
 from targets import wire
 from targets.http_deadline import deadline_connection
+from targets.netns import LoopbackBridge
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetError, TargetSpec
 
@@ -62,6 +63,9 @@ class SpawnPool:
         self.host = host
         self.processes: list[ManagedProcess | None] = [None] * instances
         self.ports: list[int] = [0] * instances
+        # --isolate-network: instance i listens on ports[i] in its own namespace, and bridges[i]
+        # listens on the same port of our loopback and relays into it (targets.netns)
+        self.bridges: list[LoopbackBridge | None] = [None] * instances
         self._rr = itertools.count()
         self._lock = threading.Lock()
         self.started = False
@@ -87,7 +91,7 @@ class SpawnPool:
         try:
             for i, port in enumerate(ports):
                 self.ports[i] = port
-                self.processes[i] = self._spawn(port)
+                self.processes[i] = self._spawn(port, i)
             deadline = time.monotonic() + self.ready_timeout
             for i in range(self.count):
                 self._wait_ready(i, deadline)
@@ -103,8 +107,9 @@ class SpawnPool:
         if old is not None:
             old.reap(grace=0.5, term_grace=1.0)
             old.close_log()
+        self._close_bridge(i)
         self.ports[i] = free_ports(1, self.host)[0]
-        self.processes[i] = self._spawn(self.ports[i])
+        self.processes[i] = self._spawn(self.ports[i], i)
         self._wait_ready(i, time.monotonic() + self.ready_timeout)
 
     def alive(self, i: int | None = None) -> bool:
@@ -119,6 +124,8 @@ class SpawnPool:
         for p in procs:
             p.reap(grace=2.0, term_grace=1.0)
             p.close_log()
+        for i in range(self.count):
+            self._close_bridge(i)
         self.processes = [None] * self.count
         self.started = False
 
@@ -130,11 +137,26 @@ class SpawnPool:
 
     # --- internals ---
 
-    def _spawn(self, port: int) -> ManagedProcess:
+    def _spawn(self, port: int, i: int) -> ManagedProcess:
         try:
-            return spawn(self.spec.command_for_port(port), pipes=False, env=self.env)
+            proc = spawn(self.spec.command_for_port(port), pipes=False, env=self.env,
+                         isolate_network=self.spec.isolate_network)
         except SpawnError as exc:
             raise TargetError(f"cannot start {self.spec.text!r}: {exc}") from None
+        if self.spec.isolate_network:
+            try:
+                self.bridges[i] = LoopbackBridge(proc.pid, port, self.host)
+            except OSError as exc:
+                proc.reap(grace=0.0, term_grace=0.2)
+                proc.close_log()
+                raise TargetError(f"cannot reach instance {i} of {self.spec.text!r} in its network "
+                                  f"namespace: {exc.strerror or exc}") from None
+        return proc
+
+    def _close_bridge(self, i: int) -> None:
+        bridge, self.bridges[i] = self.bridges[i], None
+        if bridge is not None:
+            bridge.close()
 
     def _wait_ready(self, i: int, deadline: float) -> None:
         proc = self.processes[i]

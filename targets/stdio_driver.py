@@ -35,6 +35,7 @@ from targets.fork_server import ForkServer, start_fork_server
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
 from targets.transcript import Transcript
+from targets.transports import STDIO
 
 READ_CHUNK: Final = 1024 * 1024
 OVERSIZE_HEAD: Final = 256
@@ -56,7 +57,7 @@ class StdioConnection(Connection):
     `exit` (status; note says how it ended) and `stderr` (the tail, when there is any).
     """
 
-    transport = "stdio"
+    transport = STDIO
 
     def __init__(
         self,
@@ -428,9 +429,10 @@ def start_stdio(
     line_cap: int = DEFAULT_LINE_CAP,
     close_grace: float = DEFAULT_CLOSE_GRACE,
     env: Mapping[str, str] | None = None,
+    isolate_network: bool = False,
 ) -> StdioConnection:
     """Start `argv` now and attach a connection; raises SpawnError when it cannot start."""
-    process = spawn(argv, env=env)
+    process = spawn(argv, env=env, isolate_network=isolate_network)
     return StdioConnection(transcript, process, timeout=timeout, line_cap=line_cap, close_grace=close_grace)
 
 
@@ -467,13 +469,15 @@ class StdioPool:
         # A Python target's fresh processes come from a fork server (targets/fork_server.py),
         # started on first need; `fork_note` says why not when it was wanted but refused.
         self._want_fork = fork_server
+        self.isolate_network = isinstance(spec, TargetSpec) and spec.isolate_network
         self._forker: ForkServer | None = None
         self.fork_note = ""
 
     def _spawn(self) -> ManagedProcess:
         if self._want_fork:
             self._want_fork = False
-            self._forker, self.fork_note = start_fork_server(self.argv, self.env)
+            self._forker, self.fork_note = start_fork_server(self.argv, self.env,
+                                                             isolate_network=self.isolate_network)
         if self._forker is not None:
             try:
                 return self._forker.spawn()
@@ -481,7 +485,7 @@ class StdioPool:
                 self.fork_note = f"fork server off, spawning each process: {exc}"
                 forker, self._forker = self._forker, None
                 forker.close()
-        return spawn(self.argv, env=self.env)
+        return spawn(self.argv, env=self.env, isolate_network=self.isolate_network)
 
     @property
     def forking(self) -> bool:

@@ -8,6 +8,7 @@ and the load test sends a lot of it, neither of which should leave the machine b
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import shlex
 import sys
@@ -16,6 +17,7 @@ from typing import Final, Literal
 from urllib.parse import urlsplit
 
 from targets.transcript import Transcript
+from targets.transports import HTTP, STDIO, Transport
 
 TargetKind = Literal["stdio", "http", "http+spawn"]
 
@@ -34,7 +36,8 @@ class TargetSpec:
 
     `argv` is the command for `stdio:` and the command template (with `{port}`) for
     `http+spawn:`; `url` is the endpoint for `http://`; `path` is the MCP endpoint path of the
-    spawned instances (`/mcp` unless given).
+    spawned instances (`/mcp` unless given); `isolate_network`: every process the harness starts
+    for it gets a network namespace of its own (`targets.netns`).
     """
 
     kind: TargetKind
@@ -43,10 +46,11 @@ class TargetSpec:
     url: str = ""
     path: str = DEFAULT_SPAWN_PATH
     is_default: bool = False
+    isolate_network: bool = False
 
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.kind == "stdio" else "http"
+    def transport(self) -> Transport:
+        return STDIO if self.kind == "stdio" else HTTP
 
     def command_for_port(self, port: int) -> list[str]:
         """The `http+spawn:` command with every `{port}` replaced (str.replace, so JSON braces survive)."""
@@ -93,11 +97,30 @@ def parse_target(
     *,
     allow_remote: bool = False,
     spawn_path: str = DEFAULT_SPAWN_PATH,
+    isolate_network: bool = False,
 ) -> TargetSpec:
     """Parse a `--target` value (None or empty means the embedded default over stdio).
 
     Raises TargetError with a one-line message on anything unusable.
     """
+    spec = _parse_target(text, allow_remote=allow_remote, spawn_path=spawn_path)
+    return isolated(spec) if isolate_network else spec
+
+
+def isolated(spec: TargetSpec) -> TargetSpec:
+    """`spec` with `--isolate-network` on; TargetError where that cannot be honoured."""
+    from targets import netns
+
+    if spec.kind == "http":
+        raise TargetError("--isolate-network needs a target the harness starts (stdio: or http+spawn:), "
+                          f"not a running endpoint: {spec.text!r}")
+    ok, why = netns.available()
+    if not ok:
+        raise TargetError(f"--isolate-network: {why}")
+    return dataclasses.replace(spec, isolate_network=True)
+
+
+def _parse_target(text: str | None, *, allow_remote: bool, spawn_path: str) -> TargetSpec:
     if text is None or not text.strip():
         return default_target()
     text = text.strip()

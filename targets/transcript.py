@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from targets import frame_recipe
+from targets.transports import Transport, transport_named
+
 # Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
 # module-wide lock keeps each event's index, which `ref` points at, exact, and leaves the
 # dataclass itself copyable and picklable.
@@ -54,9 +57,12 @@ class Event:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "t": round(self.t, 6), "proc": self.proc}
-        if self.message is not None:
+        made = frame_recipe.dump_bytes(self.raw, self.message, "message") if self.kind == "send" else None
+        if made is not None:  # a generated huge frame: how to make it, not its 11 MiB twice
+            out.update(made)
+        elif self.message is not None:
             out["message"] = self.message
-        if self.raw is not None:
+        if self.raw is not None and made is None:
             try:
                 out["raw"] = self.raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -72,7 +78,11 @@ class Event:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
         raw: bytes | None = None
-        if "raw" in data:
+        message = data.get("message")
+        made = frame_recipe.load_bytes(data, "message")
+        if made is not None:
+            raw, message = made
+        elif "raw" in data:
             raw = data["raw"].encode("utf-8")
         elif "raw_b64" in data:
             raw = base64.b64decode(data["raw_b64"])
@@ -80,7 +90,7 @@ class Event:
             kind=data["kind"],
             t=float(data.get("t", 0.0)),
             proc=int(data.get("proc", 0)),
-            message=data.get("message"),
+            message=message,
             raw=raw,
             status=data.get("status"),
             headers=data.get("headers"),
@@ -92,11 +102,14 @@ class Event:
 @dataclass(slots=True)
 class Transcript:
     target: str
-    transport: Literal["stdio", "http"]
+    transport: Transport  # a name ("stdio", "http") given here becomes its Transport
     events: list[Event] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     notifications: int = 0
     dropped: int = 0
+
+    def __post_init__(self) -> None:
+        self.transport = transport_named(self.transport)
 
     def add(self, kind: EventKind, **fields: Any) -> int:
         """Append an event stamped now; returns its index so HTTP responses can `ref` their request.
@@ -139,7 +152,7 @@ class Transcript:
         messages that arrived after the frame was written, which is all a client can know.
         """
         sent = self.events[send_index]
-        if self.transport == "http":
+        if self.transport.pairs_by_request:
             return [e for e in self.events if e.kind == "recv" and e.ref == send_index]
         msg = sent.message
         if not isinstance(msg, dict) or "id" not in msg:

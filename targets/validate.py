@@ -83,7 +83,7 @@ def database_url(spec: str | None, *, allow_remote: bool, flag: str = "--databas
 # --- replay files ---
 
 _EVENT_FIELDS: Final[dict[str, tuple[type, ...]]] = {
-    "kind": (str,), "t": (int, float), "proc": (int,), "raw": (str,), "raw_b64": (str,),
+    "kind": (str,), "t": (int, float), "proc": (int,), "raw": (str,), "raw_b64": (str,), "raw_made": (dict,),
     "status": (int, type(None)), "headers": (dict, type(None)), "note": (str,), "ref": (int, type(None)),
 }
 _DOC_FIELDS: Final[dict[str, tuple[type, ...]]] = {

@@ -8,6 +8,7 @@ test gives the harness, which every server and daemon below it inherits.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -21,7 +22,7 @@ import psutil
 import pytest
 from process_support import default_sigint
 
-from targets import wire
+from targets import cgroups, wire
 from targets.ownership import tagged_processes
 from targets.processes import group_members, spawn
 from targets.spawn_pool import SpawnPool, free_ports
@@ -263,6 +264,100 @@ def test_sigkill_of_the_harness_leaves_no_http_spawn_server() -> None:
         if harness.poll() is None:
             harness.kill()
             harness.wait()
+
+
+# A harness holding one stdio server behind a `sh -c` wrapper: the wrapper's child `sleep` (the
+# grandchild) is not reached by the parent-death signal, which only the wrapper gets. With
+# `escape`, the grandchild also leaves the session and drops its environment (no tag left).
+HARNESS_HOLDING_A_WRAPPER = """
+import shlex, sys
+from targets.connect import Target
+from targets.target_spec import reference_command
+escape = sys.argv[1] == "escape"
+child = f"setsid env -i sh -c 'sleep 300; : {sys.argv[2]}'" if escape else f"sleep 300 # {sys.argv[2]}"
+server = shlex.join(reference_command("--transport", "stdio"))
+target = Target(f"stdio:sh -c {shlex.quote(child + ' & exec ' + server)}", prestart=0)
+conn = target.connect()
+print(conn.process.pgid, flush=True)
+import time; time.sleep(120)
+"""
+
+
+def _marked(marker: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(marker in part for part in proc.info["cmdline"] or ()) and proc.pid != os.getpid():
+                found.append(proc.pid)
+    return found
+
+
+@pytest.mark.parametrize("escape", ["tagged", "escape"])
+def test_sigkill_of_the_harness_leaves_no_grandchild_of_a_wrapper(escape: str) -> None:
+    if escape == "escape" and not cgroups.available()[0]:
+        pytest.skip(f"no cgroup per server here: {cgroups.available()[1]}")
+    env, tag = tagged_env()
+    marker = f"gauntlet-grandchild-{uuid.uuid4().hex}"
+    harness = subprocess.Popen([PY, "-c", HARNESS_HOLDING_A_WRAPPER, escape, marker], stdout=subprocess.PIPE,
+                               cwd=ROOT, env=env)
+    try:
+        assert harness.stdout is not None
+        pgid = int(harness.stdout.readline())
+        deadline = time.monotonic() + 10
+        while not _marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _marked(marker), "the wrapper's child never started"
+        assert group_members(pgid)
+        harness.send_signal(signal.SIGKILL)
+        harness.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while (_marked(marker) or group_members(pgid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _marked(marker), "the wrapper's grandchild outlived the harness"
+        assert not group_members(pgid)
+        assert not wait_untagged(tag)
+        leftover = [p for p in Path("/sys/fs/cgroup").rglob(f"mcp-gauntlet-{harness.pid}") if p.is_dir()]
+        assert not leftover, leftover
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+        for pid in _marked(marker):
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
+
+
+def test_each_server_gets_a_cgroup_of_its_own_removed_when_it_ends() -> None:
+    if not cgroups.available()[0]:
+        pytest.skip(f"no cgroup per server here: {cgroups.available()[1]}")
+    proc = spawn(["sh", "-c", "setsid env -i sleep 300 & exec sleep 300"])
+    try:
+        assert proc.cgroup is not None and proc.cgroup.path.is_dir()
+        deadline = time.monotonic() + 5
+        while len(proc.cgroup.members()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        members = proc.cgroup.members()
+        assert proc.pid in members and len(members) == 2, members
+        escaped = next(p for p in members if p != proc.pid)
+        assert not group_members(proc.pgid, exclude=proc.pid)  # it left the group: only the cgroup holds it
+    finally:
+        proc.reap(grace=0.1, term_grace=0.1)
+    assert not psutil.pid_exists(escaped) or psutil.Process(escaped).status() == psutil.STATUS_ZOMBIE
+    assert not proc.cgroup.path.exists()
+
+
+def test_a_gone_harness_leaves_no_empty_cgroup_behind() -> None:
+    """A harness killed together with its guardian leaves empty directories; the next one removes
+    them (only empty ones of harnesses that are gone)."""
+    root = cgroups.harness_root()
+    if root is None:
+        pytest.skip(f"no cgroup per server here: {cgroups.available()[1]}")
+    gone = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    stale = root.parent / f"mcp-gauntlet-{gone}"
+    (stale / f"{gone}.1").mkdir(parents=True)
+    cgroups._sweep_stale(root.parent)
+    assert not stale.exists()
+    assert root.is_dir()  # ours: this harness is alive
 
 
 @pytest.mark.slow

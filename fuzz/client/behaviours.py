@@ -19,6 +19,7 @@ from fuzz.client.case import BEFORE_KINDS, DEFAULT_RESULTS, PROBES, ClientCase, 
 from strategies.frames import valid_result
 from strategies.mrtr import input_required_result
 from strategies.sampling import draw_examples
+from targets.transports import transport_named
 from targets.wire import (
     INPUT_REQUIRED_METHODS,
     INVALID_PARAMS,
@@ -116,12 +117,12 @@ def plays(method: str, *, transport: str) -> st.SearchStrategy[Play]:
     def dress(t: tuple[Play, list[str], bool, bool, bool]) -> Play:
         play, before, duplicate, sse, hold = t
         play.before = before
-        play.duplicate = duplicate and transport == "stdio"
-        play.sse = sse and transport == "http"
+        play.duplicate = duplicate and transport_named(transport).line_framed
+        play.sse = sse and transport_named(transport).http_semantics
         play.hold = HOLD_SECONDS if hold else 0.0
         return play
 
-    before = st.lists(st.sampled_from(BEFORE_KINDS), max_size=2) if transport == "stdio" else st.just([])
+    before = st.lists(st.sampled_from(BEFORE_KINDS), max_size=2) if transport_named(transport).line_framed else st.just([])
     return st.tuples(result_plays(method), before, st.booleans(), st.booleans(),
                      st.booleans() if method in PIPELINED else st.just(False)).map(dress)
 
@@ -149,7 +150,7 @@ def coverage_cases(transport: str = "stdio") -> list[tuple[str, ClientCase]]:
             out.append((name, ClientCase(era="legacy")))
             continue
         if name in BEFORE_KINDS or name == "response-duplicate":
-            if transport != "stdio":
+            if not transport_named(transport).line_framed:
                 continue  # stray frames around an answer exist on a stdio stream only
             duplicate = name == "response-duplicate"
             play = Play("result", result=dict(DEFAULT_RESULTS["tools/call"]), before=[] if duplicate else [name],

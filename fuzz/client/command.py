@@ -64,7 +64,7 @@ def preflight(command: ClientCommand, *, timeout: float) -> str:
         return ""
     tail = next((e.raw for e in transcript.events if e.kind == "stderr" and e.raw), b"")
     last = tail.decode("utf-8", "replace").strip().splitlines()[-1:] if tail else []
-    where = "the server command ({server})" if command.transport == "stdio" else "the URL ({url})"
+    where = "the server command ({server})" if command.transport.line_framed else "the URL ({url})"
     return (f"the client never sent a frame to {where}; is the placeholder where the client takes its server?"
             + (f" Its stderr ends: {last[0][:200]}" if last else ""))
 

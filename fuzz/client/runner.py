@@ -29,6 +29,7 @@ import orjson
 
 from fuzz.client.case import ClientCase
 from targets.transcript import Event, Transcript
+from targets.transports import HTTP, STDIO, Transport
 
 STDERR_TAIL = 4000
 
@@ -40,7 +41,7 @@ class ClientCommandError(ValueError):
 @dataclass(frozen=True, slots=True)
 class ClientCommand:
     template: str
-    transport: str  # "stdio" ({server}) or "http" ({url})
+    transport: Transport  # STDIO ({server}) or HTTP ({url})
 
     @classmethod
     def parse(cls, template: str) -> ClientCommand:
@@ -54,7 +55,7 @@ class ClientCommand:
             raise ClientCommandError("--client is empty")
         if has_server == has_url:
             raise ClientCommandError("--client must contain exactly one of {server} (stdio) and {url} (HTTP)")
-        return cls(template, "stdio" if has_server else "http")
+        return cls(template, STDIO if has_server else HTTP)
 
     def argv(self, *, server: list[str] | None = None, url: str | None = None) -> list[str]:
         out: list[str] = []
@@ -72,7 +73,7 @@ class ClientCommand:
 
 def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0) -> Transcript:
     """Run the client once against `case`; the whole exchange as one transcript."""
-    if command.transport == "http":
+    if command.transport.http_semantics:
         from fuzz.client.http_server import serve_case
 
         with serve_case(case) as served:

@@ -47,7 +47,7 @@ def can_06(x: Exchange) -> list[Violation]:
             continue
         event = x.events[i]
         target = _request_id(said.message)
-        if x.transport == "http":
+        if x.transport.pairs_by_request:
             pair = x.pair_at.get(event.ref) if event.ref is not None else None
             if pair is None or pair.method == LISTEN or pair.sent.legacy:
                 continue
@@ -73,7 +73,7 @@ def can_06(x: Exchange) -> list[Violation]:
 def _cancellations(x: Exchange) -> list[tuple[int, Pair]]:
     """(index of the harness's notifications/cancelled, the request it cancels), stdio only."""
     found: list[tuple[int, Pair]] = []
-    if x.transport != "stdio":
+    if not x.transport.line_framed:
         return found
     for pair in x.pairs:
         if pair.sent.kind != "notification" or pair.method != CANCELLED:

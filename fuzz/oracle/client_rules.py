@@ -31,6 +31,7 @@ from typing import Any, Final
 from fuzz.oracle.model import Registry, Violation
 from targets import wire
 from targets.transcript import Event, Transcript
+from targets.transports import Transport
 
 CLIENT_REGISTRY: Final = Registry()
 CLIENT_RULES: Final = CLIENT_REGISTRY.rules
@@ -94,7 +95,7 @@ class ClientExchange:
         return self.transcript.events
 
     @property
-    def transport(self) -> str:
+    def transport(self) -> Transport:
         return self.transcript.transport
 
     def requests(self) -> Iterator[ClientFrame]:
@@ -503,7 +504,7 @@ def _header(headers: dict[str, str] | None, name: str) -> str | None:
 
 @rule("HTTP-03", "MUST", "every POST has an Accept header listing application/json and text/event-stream")
 def http_03(x: ClientExchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out = []
     for f in x.frames:
@@ -516,7 +517,7 @@ def http_03(x: ClientExchange) -> list[Violation]:
 
 @rule("HDR-06", "MUST", "an Mcp-Name value that is not plain safe ASCII is sent base64-encoded (=?base64?...?=)")
 def hdr_06(x: ClientExchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out = []
     for f in x.requests():

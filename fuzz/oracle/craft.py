@@ -9,21 +9,20 @@ from typing import Any
 
 from targets import wire
 from targets.transcript import Event, Transcript
+from targets.transports import transport_named
 
 
 class Crafter:
     """Appends events with consistent `proc`, `ref` and raw bytes; indices are returned for expectations."""
 
     def __init__(self, transport: str = "stdio", target: str = "crafted") -> None:
-        if transport not in ("stdio", "http"):
-            raise ValueError(f"transport must be stdio or http, got {transport!r}")
-        self.transcript = Transcript(target, transport)  # type: ignore[arg-type]
+        self.transcript = Transcript(target, transport_named(transport))  # ValueError for an unknown name
         self.proc = 0
         self._t = 0.0
 
     @property
     def http(self) -> bool:
-        return self.transcript.transport == "http"
+        return self.transcript.transport.http_semantics
 
     def _add(self, kind: str, **fields: Any) -> int:
         self._t += 0.001

@@ -88,7 +88,7 @@ def err_reserved(x: Exchange) -> list[Violation]:
         if code not in DEFINED_RESERVED:
             out.append(Violation("ERR-RESERVED", "MUST", f"undefined MCP-reserved code {code}",
                                  "-32020..-32099 holds only -32020, -32021 and -32022", method, i))
-        elif code == wire.HEADER_MISMATCH and x.transport == "stdio":
+        elif code == wire.HEADER_MISMATCH and x.transport.line_framed:
             out.append(Violation("ERR-RESERVED", "MUST", "-32020 on stdio",
                                  "HeaderMismatch is an HTTP header error; stdio has no headers", method, i))
     return out

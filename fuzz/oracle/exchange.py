@@ -41,6 +41,7 @@ from fuzz.oracle.facts import (
 )
 from fuzz.oracle.model import Era, Expectation
 from targets.transcript import Event, Transcript
+from targets.transports import Transport
 
 OrphanReason = Literal["unknown-id", "duplicate", "null-id"]
 # A process the campaign reused (warm, it served earlier examples; its spawn note says so): a reply
@@ -96,7 +97,7 @@ class Exchange:
     memo: dict[str, Any] = field(default_factory=dict)  # per-exchange cache shared by the rules
 
     @property
-    def transport(self) -> str:
+    def transport(self) -> Transport:
         return self.transcript.transport
 
     @property
@@ -147,7 +148,7 @@ class Exchange:
         campaign reused was retired clean, so nothing from earlier examples is still in flight.
         """
         event = self.events[recv]
-        if self.transport == "http":
+        if self.transport.pairs_by_request:
             pair = self.pair_at.get(event.ref) if event.ref is not None else None
             return [pair] if pair is not None else []
         return [p for p in self.pairs
@@ -182,7 +183,7 @@ def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
         return "legacy-era traffic, which a dual-era server serves by 2025-era rules (VER-05)"
     if sent.version_missing:
         return "no protocolVersion claim, which a dual-era server may read as a 2025-era request"
-    if x.transport == "http" and pair.headers is not None and header(pair.headers, "MCP-Protocol-Version") is None:
+    if x.transport.http_semantics and pair.headers is not None and header(pair.headers, "MCP-Protocol-Version") is None:
         return "no MCP-Protocol-Version header, which HDR-02 lets a dual-era server read as 2025-03-26"
     return None
 
@@ -210,7 +211,7 @@ def build_exchange(
     events = transcript.events
     for i, event in enumerate(events):
         if event.kind == "send":
-            sent = classify_sent(event.message, event.raw, line_framed=transcript.transport == "stdio")
+            sent = classify_sent(event.message, event.raw, line_framed=transcript.transport.line_framed)
             pair = Pair(i, event, sent)
             x.sent[i] = pair.sent
             x.pairs.append(pair)
@@ -220,7 +221,7 @@ def build_exchange(
     for i, event in enumerate(events):
         if event.kind == "timeout" and event.ref is not None and event.ref in x.pair_at:
             x.pair_at[event.ref].timeouts.append(i)
-    if transcript.transport == "http":
+    if transcript.transport.pairs_by_request:
         _pair_http(x)
     else:
         _pair_stdio(x)
@@ -396,7 +397,7 @@ def _mark_legacy_traffic(x: Exchange) -> None:
     legacy_read: list[int] = []
     for pair in x.pairs:
         legacy = pair.method in LEGACY_OPENERS
-        if x.transport == "stdio":
+        if x.transport.line_framed:
             legacy = legacy or pair.proc in initialized
             if pair.method == "initialize" and any(s.kind == "result" for _, s in x.answers(pair)):
                 initialized.add(pair.proc)
@@ -411,7 +412,7 @@ def _mark_legacy_traffic(x: Exchange) -> None:
         if not legacy and _served_as_legacy(x, pair):
             legacy = True
             legacy_read.append(pair.index)
-            if x.transport == "stdio":
+            if x.transport.line_framed:
                 initialized.add(pair.proc)
         if legacy:
             pair.sent = replace(pair.sent, legacy_context=True)

@@ -104,7 +104,7 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
         status = x.events[i].status
         if said.kind == "error":
             if exp.kind == "no-reply":
-                if x.transport == "http" and said.id_absent_or_null and status is not None and status >= 400:
+                if x.transport.http_semantics and said.id_absent_or_null and status is not None and status >= 400:
                     continue  # HTTP-05: a rejected notification may carry an id-less error body
                 bad(f"{label} was answered", f"reply: {describe(said.message, 120)}", i)
             elif not allows.error:
@@ -123,13 +123,13 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
             bad(f"{label} was served ({what})", f"expected {exp.kind}", i, exp.served_strength)
     if not answers and not pair.maybe_answered and not allows.silence and _silent(x, pair) \
             and not _refused_by_status(x, pair, exp):
-        died = x.died_unasked(pair.proc, pair.index) if x.transport == "stdio" else None
+        died = x.died_unasked(pair.proc, pair.index) if x.transport.line_framed else None
         if died is not None and strength != "MUST":
             pass  # no answer withheld: the process ended, which liveness reports (a robustness call)
         else:
             bad(f"{label} got no reply", f"expected {exp.kind}"
                 + (f" {sorted(exp.codes)}" if exp.codes and allows.check_codes else ""), pair.index)
-    if x.transport == "http":
+    if x.transport.http_semantics:
         out.extend(_http_reaction(x, pair, exp, allows, answers))
     return out
 
@@ -138,7 +138,7 @@ def _refused_by_status(x: Exchange, pair: Pair, exp: Expectation) -> bool:
     """Over HTTP a 4xx without a JSON-RPC body refuses the frame as clearly as an error would
     (DIGEST 7.5 leaves the body of such refusals open): for "error-or-refusal", and for
     "error-or-as-valid" when the caller named that status (a 413 for a huge frame)."""
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return False
     if exp.kind == "error-or-refusal":
         allowed = exp.default_statuses()
@@ -151,7 +151,7 @@ def _refused_by_status(x: Exchange, pair: Pair, exp: Expectation) -> bool:
 
 def _silent(x: Exchange, pair: Pair) -> bool:
     """Whether the lack of any reply is established (HTTP: the response held none; stdio: see _answered_later)."""
-    if x.transport == "http":
+    if x.transport.http_semantics:
         return any(x.events[i].kind == "http" for i in pair.http)
     return _answered_later(x, pair)
 
@@ -233,7 +233,7 @@ def _sentinel_failure(x: Exchange, sentinel: Pair) -> str | None:
             if x.era == "modern" and sentinel.method == "server/discover":
                 return f"server/discover after it failed with {said.code}"
         return None
-    if x.transport == "http":
+    if x.transport.http_semantics:
         for i in sentinel.http:
             event = x.events[i]
             if event.kind in ("timeout", "error"):

@@ -16,7 +16,7 @@ UNREAD_FRAMES = frozenset({"unparseable", "split", "empty"})
 def _batch_sent_before(x: Exchange, recv: int) -> bool:
     """Whether an array (batch) frame went to the same process before `recv`: a reply to a batch is UNSPEC (RPC-11)."""
     event = x.events[recv]
-    if x.transport == "http":
+    if x.transport.http_semantics:
         pair = x.pair_at.get(event.ref) if event.ref is not None else None
         return pair is not None and pair.sent.kind == "batch"
     return any(p.index < recv and p.proc == event.proc and p.sent.kind == "batch" for p in x.pairs)
@@ -34,12 +34,12 @@ def rpc_01(x: Exchange) -> list[Violation]:
         if isinstance(msg, list) and _batch_sent_before(x, i):
             continue
         if not isinstance(msg, dict):
-            if x.transport == "stdio":
+            if x.transport.line_framed:
                 continue  # a non-object line on stdout is judged by STDIO-03
             out.append(Violation("RPC-01", "MUST", "response body is not a JSON-RPC object",
                                  f"got {describe(msg)}", None, i))
             continue
-        if x.transport == "stdio" and "jsonrpc" not in msg and said.kind == "invalid":
+        if x.transport.line_framed and "jsonrpc" not in msg and said.kind == "invalid":
             continue  # a JSON log object on stdout: STDIO-03 reports it
         if msg.get("jsonrpc") != "2.0":
             out.append(Violation("RPC-01", "MUST", 'message lacks "jsonrpc": "2.0"',
@@ -50,7 +50,7 @@ def rpc_01(x: Exchange) -> list[Violation]:
             else:
                 title = "message is neither a request, a notification nor a response"
             out.append(Violation("RPC-01", "MUST", title, describe(msg, 160), _method_of(x, i), i))
-    if x.transport == "http":
+    if x.transport.http_semantics:
         for i, event in enumerate(x.events):
             if event.kind == "noise":
                 out.append(Violation("RPC-01", "MUST", "SSE event data is not JSON", describe(event.raw),
@@ -82,7 +82,7 @@ def _unanswered(x: Exchange, pair: Pair) -> str | None:
     if pair.responses or pair.maybe_answered or pair.method == "subscriptions/listen" or _cancelled_ids(x, pair):
         return None
     timeout = x.timed_out(pair)
-    if x.transport == "http":
+    if x.transport.http_semantics:
         if timeout is not None:
             return f"no response before the deadline ({timeout.note or 'timeout'})"
         for i in pair.http:
@@ -122,7 +122,7 @@ def unanswered(x: Exchange) -> list[Violation]:
         why = _unanswered(x, pair)
         if why is None:
             continue
-        proof = x.transport == "stdio" and x.died_unasked(pair.proc, pair.index) is not None
+        proof = x.transport.line_framed and x.died_unasked(pair.proc, pair.index) is not None
         probe = _probe_before(x, pair)
         strength: Strength = "MUST" if proof else "SHOULD"
         if _after_large_frame(x, pair):
@@ -255,7 +255,7 @@ def rpc_10(x: Exchange) -> list[Violation]:
             continue
         for i, said in x.answers(pair):
             status = x.events[i].status
-            if x.transport == "http" and said.kind == "error" and status is not None and status >= 400 \
+            if x.transport.http_semantics and said.kind == "error" and status is not None and status >= 400 \
                     and said.id_absent_or_null:
                 continue  # HTTP-05: a rejected notification MAY carry an error body without an id
             out.append(Violation("RPC-10", "MUST", f"server answered the notification {pair.method}",
@@ -272,7 +272,7 @@ def rpc_12(x: Exchange) -> list[Violation]:
         if said.kind != "request":
             continue
         event = x.events[i]
-        if x.transport == "stdio" and event.proc in legacy_procs:
+        if x.transport.line_framed and event.proc in legacy_procs:
             continue
         origin = x.pair_at.get(event.ref) if event.ref is not None else None
         if origin is not None and origin.sent.legacy:

@@ -74,7 +74,7 @@ def header_defects(pair: Pair) -> list[HeaderDefect]:
 def _judge_defect(x: Exchange, rule_id: str) -> list[Violation]:
     """A request with a header defect must be rejected: 400 with -32020, or another listed error
     matching another defect it may also have (DIGEST 2, last paragraph)."""
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for pair in x.pairs:
@@ -116,7 +116,7 @@ def hdr_02(x: Exchange) -> list[Violation]:
       "-32020 always comes with 400")
 def hdr_03(x: Exchange) -> list[Violation]:
     out = _judge_defect(x, "HDR-03")
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return out
     for pair in x.pairs:
         if pair.sent.legacy or header_defects(pair):
@@ -131,7 +131,7 @@ def hdr_03(x: Exchange) -> list[Violation]:
 
 @rule("HDR-05", "MUST", "an unknown method gets 404 with JSON-RPC -32601")
 def hdr_05(x: Exchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for pair in x.pairs:
@@ -149,7 +149,7 @@ def hdr_05(x: Exchange) -> list[Violation]:
 @rule("HTTP-05", "MUST", "an accepted notification gets 202 with an empty body; a rejected one an HTTP error",
       eras=BOTH_ERAS)
 def http_05(x: Exchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for pair in x.pairs:
@@ -179,7 +179,7 @@ def _content_type(headers: dict[str, str] | None) -> str | None:
 
 @rule("HTTP-06", "MUST", "a successful request response is application/json or text/event-stream", eras=BOTH_ERAS)
 def http_06(x: Exchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for pair in x.pairs:
@@ -199,7 +199,7 @@ def http_06(x: Exchange) -> list[Violation]:
 
 @rule("HTTP-09", "SHOULD", "an SSE response sends X-Accel-Buffering: no")
 def http_09(x: Exchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for pair in x.pairs:
@@ -218,7 +218,7 @@ def http_09(x: Exchange) -> list[Violation]:
 
 @rule("SL-10", "SHOULD", "no Mcp-Session-Id is minted or echoed over HTTP")
 def sl_10(x: Exchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for pair in x.pairs:

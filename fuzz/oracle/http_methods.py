@@ -18,7 +18,7 @@ PROBED_METHODS = ("GET", "DELETE")
 
 @rule("SL-11", "SHOULD", "GET and DELETE on the MCP endpoint get 405 Method Not Allowed")
 def sl_11(x: Exchange) -> list[Violation]:
-    if x.transport != "http":
+    if not x.transport.http_semantics:
         return []
     out: list[Violation] = []
     for i, event in enumerate(x.events):

@@ -82,7 +82,7 @@ def defect_codes(x: Exchange, pair: Pair) -> set[int]:
     if not sent.version_missing and (not isinstance(sent.version, str) or surely_unsupported(x, sent.version)
                                      or (x.supported_versions is None and sent.version != wire.MODERN_VERSION)):
         codes.add(wire.UNSUPPORTED_PROTOCOL_VERSION)
-    if x.transport == "http" and (header_defects(pair) or sent.version_missing):
+    if x.transport.http_semantics and (header_defects(pair) or sent.version_missing):
         codes.add(wire.HEADER_MISMATCH)
     return codes
 
@@ -130,7 +130,7 @@ def meta_04(x: Exchange) -> list[Violation]:
             continue
         what = "request without _meta " + " and ".join(missing)
         allowed = {wire.INVALID_PARAMS}
-        if x.transport == "http" and (
+        if x.transport.http_semantics and (
             header_defects(pair)
             or (sent.version_missing and header(pair.headers, "MCP-Protocol-Version") is not None)
         ):
@@ -175,7 +175,7 @@ def meta_05(x: Exchange) -> list[Violation]:
             out.append(Violation("META-05", "MUST", "-32021 without data.requiredCapabilities",
                                  f"data is {describe(data)}", method, i))
         status = x.events[i].status
-        if x.transport == "http" and status is not None and status != 400:
+        if x.transport.http_semantics and status is not None and status != 400:
             out.append(Violation("META-05", "MUST", f"-32021 sent with HTTP {status}, not 400", "", method, i))
     return out
 
@@ -204,7 +204,7 @@ def meta_06(x: Exchange) -> list[Violation]:
             out.append(Violation("META-06", "MUST", "-32022 without data.supported[] and data.requested",
                                  "; ".join(problems), method, i))
         status = x.events[i].status
-        if x.transport == "http" and status is not None and status != 400:
+        if x.transport.http_semantics and status is not None and status != 400:
             out.append(Violation("META-06", "MUST", f"-32022 sent with HTTP {status}, not 400", "", method, i))
     for pair in x.pairs:
         sent = pair.sent

@@ -82,7 +82,7 @@ def _progress_events(x: Exchange) -> list[tuple[int, Any, Any, Pair | None, str]
     for i, params in _notifications(x, PROGRESS):
         token, value = params.get(PROGRESS_TOKEN), params.get("progress")
         scope = x.request_scope(i)
-        if x.transport == "http":
+        if x.transport.pairs_by_request:
             if not scope:
                 continue  # not on a request's stream: nothing to attribute it to
             pair = scope[0]
@@ -161,7 +161,7 @@ def _log_events(x: Exchange) -> Iterator[tuple[int, Any, list[Pair]]]:
     """Every log message with its level and the judged requests it may belong to (never empty)."""
     for i, params in _notifications(x, MESSAGE):
         scope = x.request_scope(i)
-        if x.transport == "http":
+        if x.transport.pairs_by_request:
             scope = [p for p in scope if not any(r < i for r in p.responses)]  # after it: not a log of it
         if not scope or not all(_judged(x, p) for p in scope):
             continue

@@ -52,7 +52,7 @@ def _multiline_messages(x: Exchange) -> dict[int, int]:
 
 @rule("STDIO-02", "MUST", "a message contains no embedded newline", eras=BOTH_ERAS, scope="transcript")
 def stdio_02(x: Exchange) -> list[Violation]:
-    if x.transport != "stdio":
+    if not x.transport.line_framed:
         return []
     firsts = sorted(set(_multiline_messages(x).values()))
     return [
@@ -65,7 +65,7 @@ def stdio_02(x: Exchange) -> list[Violation]:
 @rule("STDIO-03", "MUST", "stdout carries only MCP messages (no banners, no logs)", eras=BOTH_ERAS,
       scope="transcript")
 def stdio_03(x: Exchange) -> list[Violation]:
-    if x.transport != "stdio":
+    if not x.transport.line_framed:
         return []
     multiline = _multiline_messages(x)
     batch_procs = {p.proc for p in x.pairs if p.sent.kind == "batch"}
@@ -97,7 +97,7 @@ def stdio_03(x: Exchange) -> list[Violation]:
 
 @rule("RPC-02", "MUST", "messages are UTF-8", eras=BOTH_ERAS, scope="transcript")
 def rpc_02(x: Exchange) -> list[Violation]:
-    if x.transport != "stdio":
+    if not x.transport.line_framed:
         return []
     return [
         Violation("RPC-02", "MUST", "stdout line is not valid UTF-8", describe(event.raw), None, i)

@@ -73,7 +73,7 @@ def stream_of(x: Exchange) -> dict[int, list[int]]:
         return memo  # type: ignore[no-any-return]
     out: dict[int, list[int]] = {}
     listens = _listens(x)
-    if x.transport == "http":
+    if x.transport.pairs_by_request:
         for p in listens:
             out[p.index] = [i for i in p.stream if x.said[i].kind == "notification"]
     else:

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import orjson
 
+from targets import frame_recipe
+
 Await = Literal["response", "none"]
 Path = tuple[str | int, ...]
 
@@ -94,9 +96,12 @@ class Step:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"proc": self.proc, "wait": self.wait}
-        if self.frame is not None:
+        made = frame_recipe.dump_bytes(self.raw, self.frame, "frame")  # a huge frame as its recipe
+        if made is not None:
+            out.update(made)
+        elif self.frame is not None:
             out["frame"] = self.frame
-        if self.raw is not None:
+        if self.raw is not None and made is None:
             try:
                 out["raw"] = self.raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -114,12 +119,16 @@ class Step:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
         raw: bytes | None = None
-        if "raw" in data:
+        frame = data.get("frame")
+        made = frame_recipe.load_bytes(data, "frame")
+        if made is not None:
+            raw, frame = made
+        elif "raw" in data:
             raw = str(data["raw"]).encode("utf-8")
         elif "raw_b64" in data:
             raw = base64.b64decode(data["raw_b64"])
         return cls(
-            proc=int(data.get("proc", 0)), frame=data.get("frame"), raw=raw, headers=data.get("headers"),
+            proc=int(data.get("proc", 0)), frame=frame, raw=raw, headers=data.get("headers"),
             wait=data.get("wait", "response"), label=data.get("label", ""),
             bind=[Binding.from_json(b) for b in data.get("bind", [])], group=data.get("group"),
             expect=data.get("expect"), mutation=data.get("mutation"), timeout=data.get("timeout"),

@@ -58,7 +58,7 @@ def log_count(run: Run, step: int) -> int:
     if idx is None:
         return 0
     events = run.transcript.events
-    if run.transcript.transport == "http":
+    if run.transcript.transport.pairs_by_request:
         pair = run.pair(step)
         return sum(1 for i in (pair.stream if pair is not None else ())
                    if isinstance(events[i].message, dict) and events[i].message.get("method") == "notifications/message")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,8 @@ from typing import Any
 from fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
 from targets import wire
 from targets.connection import Connection, same_id
-from targets.target_spec import TargetSpec
+from targets.endpoint import Endpoint as Endpoint  # re-exported: its home is targets/
+from targets.endpoint import HarnessError as HarnessError
 from targets.transcript import Transcript
 
 DEFAULT_STEP_TIMEOUT = 5.0
@@ -28,51 +28,6 @@ DEFAULT_STEP_TIMEOUT = 5.0
 # request" from "stopped answering": this long, at most the step timeout.
 STALL_PROBE_TIMEOUT = 2.0
 STALL_PROBE_ID_PREFIX = "gauntlet-stall-probe-"
-
-
-class HarnessError(RuntimeError):
-    """Our side failed (the target cannot be started at all): a usage problem, never a finding."""
-
-
-# --- where connections come from ---
-
-
-class Endpoint(ABC):
-    """Connections to one target over one transport; owns the processes it starts."""
-
-    transport: str
-    spec: TargetSpec
-    #: Whether `fresh` really gives a process nobody talked to (False for a running http:// URL).
-    fresh_processes: bool = True
-
-    def new_transcript(self) -> Transcript:
-        return Transcript(target=self.spec.text, transport=self.transport)  # type: ignore[arg-type]
-
-    @abstractmethod
-    def fresh(self, transcript: Transcript) -> Connection:
-        """A connection to a process that has served nothing yet."""
-
-    def warm(self, transcript: Transcript) -> Connection:
-        """A connection that may have served earlier examples (default: a fresh one)."""
-        return self.fresh(transcript)
-
-    def retire(self, conn: Connection, *, reusable: bool) -> None:
-        """Done with `conn` for this example; keep it warm if allowed and alive, else end it."""
-        conn.close()
-
-    def discard_warm(self) -> None:  # noqa: B027 - optional hook
-        """Forget the warm process (it just took part in a failure; its state is suspect)."""
-
-    def is_alive(self, conn: Connection) -> bool:
-        """Whether the process behind `conn` can still answer (cheap: no request is sent)."""
-        return conn.alive()
-
-    def prepare(self, fresh_per_example: int) -> None:  # noqa: B027 - optional hook
-        """Tell the pool how many fresh processes one example uses, so it keeps that many ready."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """End every process this endpoint started; idempotent."""
 
 
 # --- one run of one case ---
@@ -132,7 +87,7 @@ class Run:
     def status(self, step: int) -> int | None:
         """HTTP status of the answer to a step (None on stdio or when none came)."""
         pair = self.pair(step)
-        if pair is None or self.transcript.transport != "http":
+        if pair is None or not self.transcript.transport.http_semantics:
             return None
         return self.exchange.status_of(pair)
 
@@ -270,12 +225,12 @@ def _stall_probe(run: Run, conn: Connection, k: int, *, timeout: float) -> str |
     """Step `k` got no answer on a live process: does that process still answer anything?"""
     rid = f"{STALL_PROBE_ID_PREFIX}{k}"
     probe = wire.build_request(rid, "server/discover")
-    if conn.transport == "http":
+    if conn.transport.pairs_by_request:
         idx = conn.send(probe, timeout=timeout)  # type: ignore[call-arg]  # HTTP: the POST waits itself
     else:
         idx = conn.send(probe)
     answered: Any
-    if conn.transport == "http":
+    if conn.transport.pairs_by_request:
         answered = any(e.kind == "recv" and wire.is_response(e.message) for e in conn.events_for(idx))
     else:
         answered = conn.read_until(
@@ -310,7 +265,7 @@ def _collect_response(run: Run, conn: Connection, k: int, step: Step, *, timeout
     idx = run.sends[k]
     frame = run.frames.get(k)
     matchable, rid = _request_id(frame)
-    if conn.transport == "http":
+    if conn.transport.pairs_by_request:
         # Over HTTP the answer to a POST is exact (ref); a response there with another id is
         # still *the* answer, which is how cross-wiring shows.
         for event in conn.events_for(idx):

@@ -25,6 +25,7 @@ from fuzz.properties.case import Case, Step
 from fuzz.properties.common import CaseBuilder, id_styles
 from fuzz.properties.surface import Surface, minimal_arguments, sample_value
 from targets import wire
+from targets.transports import transport_named
 
 LONG_LIVED_METHODS = frozenset({"subscriptions/listen"})
 
@@ -119,7 +120,7 @@ def mutation_names(transport: str) -> list[str]:
 
     names = [n for n in catalogue.mutation_names(transport=transport)
              if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
-    return names + (["blank-line"] if transport == "stdio" else [*ENDPOINT_METHODS, *PARAM_PROBES])
+    return names + (["blank-line"] if transport_named(transport).line_framed else [*ENDPOINT_METHODS, *PARAM_PROBES])
 
 
 def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
@@ -186,8 +187,8 @@ def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Malfo
     out: list[Malformed] = []
     for i, line in enumerate(case.lines):
         frame = case.frames[i] if case.frames is not None else None
-        raw = line + case.terminator if transport == "stdio" else line
-        headers = dict(case.http_headers[i]) if transport == "http" and case.http_headers else None
+        raw = line + case.terminator if transport_named(transport).line_framed else line
+        headers = dict(case.http_headers[i]) if transport_named(transport).http_semantics and case.http_headers else None
         readable = isinstance(frame, dict) and "method" in frame and _plain_id(frame.get("id"))
         out.append(Malformed(case.mutation, frame if readable else None, raw, headers,
                              expect if i == 0 else Expectation("any", case.rule, mutation=case.mutation),

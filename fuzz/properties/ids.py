@@ -21,6 +21,7 @@ from fuzz.properties.base import Context, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, id_styles
 from fuzz.properties.executor import Run
+from targets.transports import transport_named
 
 # What identifies each method's result, so an answer can be told apart from another's.
 RESULT_MARK = {
@@ -45,7 +46,7 @@ class IdsProperty(Property):
             ("resources/templates/list", "resources")) if mark in offered]
         echo = ctx.surface.tool("echo") is not None
         texts = st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=6), min_size=2, max_size=3, unique=True)
-        if ctx.transport == "stdio" and echo:
+        if transport_named(ctx.transport).line_framed and echo:
             # On one pipe, two quick requests are often answered one after the other, so the server
             # never sees them in flight together; tool calls are the collision a real client makes.
             colliding = texts.map(lambda ts: ("colliding", [], ts))
@@ -94,7 +95,7 @@ class IdsProperty(Property):
         group = run.case.params.get("group") or []
         if not group or any(k not in run.sends for k in group):
             return []
-        if run.transcript.transport == "http":
+        if run.transcript.transport.pairs_by_request:
             return self._check_http(run, group)
         return self._check_stdio(run, group)
 

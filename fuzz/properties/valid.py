@@ -19,6 +19,7 @@ from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
 from fuzz.properties.surface import Surface, minimal_arguments
 from targets import wire
+from targets.transports import transport_named
 
 _SCHEMA_FRAMES: Any = None
 
@@ -109,14 +110,14 @@ class ValidProperty(Property):
                         input_schema=base.input_schema, progress=progress)
             probes.append(Probe(name, rule, self._build("int", [call]), parts=call))
         for name, (rule, in_flight) in CANCEL_PROBES.items():
-            if ctx.transport != "stdio":
+            if not transport_named(ctx.transport).line_framed:
                 probes.append(Probe(name, rule, None, "on HTTP a client cancels by closing the stream (CAN-02)"))
                 continue
             cancel = Cancel(Call(base.method, base.params, base.capabilities, log_level="debug",
                                  input_schema=base.input_schema, progress="str") if in_flight else None)
             probes.append(Probe(name, rule, self._build("int", [cancel]), parts=cancel))
         name, rule = LISTEN_PROBE
-        if ctx.transport != "stdio":
+        if not transport_named(ctx.transport).line_framed:
             probes.append(Probe(name, rule, None, "an HTTP listen stream must be closed by the harness, "
                                                   "which the case format cannot say yet"))
         else:

@@ -29,8 +29,8 @@ from pathlib import Path
 from fuzz.campaign import Job, StoreSink, prepare_target, run_job
 from fuzz.findings import FindingStore
 from fuzz.properties.base import all_properties
-from fuzz.properties.endpoints import open_endpoint
 from targets import fork_server, wire
+from targets.endpoints import open_endpoint
 from targets.stdio_driver import start_stdio
 from targets.target_spec import parse_target
 from targets.transcript import Transcript
