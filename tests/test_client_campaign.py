@@ -25,12 +25,12 @@ GAUNTLET = [sys.executable, "-m", "fuzz.cli"]
 
 # mutant -> (the rule it breaks, campaign seed, examples)
 MUTANTS = {
-    "reuse-id": ("RPC-05", 7, 25),
-    "drop-request-state": ("MRTR-10", 7, 25),
-    "retry-same-id": ("MRTR-09", 7, 25),
-    "missing-resulttype-error": ("RT-05", 7, 25),
-    "send-response": ("STDIO-04", 7, 25),
-    "forget-meta-on-retry": ("META-04", 7, 25),
+    "reuse-id": ("RPC-05", 7, 33),
+    "drop-request-state": ("MRTR-10", 7, 33),
+    "retry-same-id": ("MRTR-09", 7, 33),
+    "missing-resulttype-error": ("RT-05", 7, 33),
+    "send-response": ("STDIO-04", 7, 33),
+    "forget-meta-on-retry": ("META-04", 7, 33),
 }
 
 
@@ -74,9 +74,9 @@ def test_a_hostile_case_is_survived_and_read_right_by_the_reference_client() -> 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_the_reference_client_gets_no_findings(seed: int, tmp_path: Path) -> None:
-    # 17 coverage cases (the same at every seed), then the seed's own draws
-    store = campaign(ref(), tmp_path, seed=seed, examples=20)
-    assert store.examples == 20
+    # 23 coverage cases (the same at every seed), then the seed's own draws
+    store = campaign(ref(), tmp_path, seed=seed, examples=27)
+    assert store.examples == 27
     assert [(f.rule, f.title) for f in store.findings] == []
 
 
@@ -100,7 +100,7 @@ def test_each_mutant_is_found_with_its_rule_and_replays(bug: str, tmp_path: Path
 
 def test_the_command_writes_findings_repro_junit_and_html(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run = subprocess.run([*GAUNTLET, "fuzz-client", "--client", ref("retry-same-id"), "--max-examples", "5",
+    run = subprocess.run([*GAUNTLET, "fuzz-client", "--client", ref("retry-same-id"), "--max-examples", "33",
                           "--seed", "7", "--shrink-time", "3", "--out", str(out), "--fail-on", "must"],
                          capture_output=True, text=True)
     assert run.returncode == 1, run.stdout + run.stderr

@@ -177,3 +177,23 @@ def test_an_unexplained_reply_on_a_reused_process_is_late_never_a_finding() -> N
         c.recv(wire.build_result("g1", LIST))
         c.recv(wire.build_result(1, DISCOVER))
         assert [v.rule for v in judge(c.transcript)] == expected, note
+
+
+def test_a_dual_era_process_opened_by_a_legacy_readable_frame_may_keep_to_that_era() -> None:
+    """VER-05: a dual-era server picks the era from how the client opens, scoped to the process.
+    Opened by a request with no protocolVersion claim, the TypeScript SDK answered a later modern
+    server/discover -32601 on that process: a 2025-era reading, never DISC-01 against a dual-era
+    target; the same transcript from a modern-only target is the MUST."""
+    c = Crafter("stdio")
+    c.spawn()
+    c.exchange({"jsonrpc": "2.0", "id": 0, "method": "server/discover"},
+               wire.build_error(0, wire.METHOD_NOT_FOUND, "Method not found"))
+    _, answer = c.exchange(wire.build_request(1, "server/discover"),
+                           wire.build_error(1, wire.METHOD_NOT_FOUND, "Method not found"))
+    assert ("DISC-01", "MUST", answer) in [(v.rule, v.strength, v.event_index) for v in judge(c.transcript)]
+    assert [v.rule for v in judge(c.transcript, dual=True) if v.rule == "DISC-01"] == []
+    # a fresh process opened by the modern frame has no such excuse
+    d = Crafter("stdio")
+    d.spawn()
+    d.exchange(wire.build_request(1, "server/discover"), wire.build_error(1, wire.METHOD_NOT_FOUND, "Method not found"))
+    assert [v.rule for v in judge(d.transcript, dual=True) if v.rule == "DISC-01"] == ["DISC-01"]

@@ -34,6 +34,8 @@ JOB_METHODS = ("server/discover", "tools/list", "tools/call", "resources/list", 
 PIPELINED = ("resources/list", "prompts/list")  # what clients tend to send together
 OVERSIZED_STATE = 64 * 1024
 HOLD_SECONDS = 0.2
+# resultType values no core type has: clients differ in which of them they take for "complete"
+UNKNOWN_RESULT_TYPES = ("partial", "pending", "Complete", "", "input-required")
 
 
 def _complete(method: str) -> st.SearchStrategy[dict[str, Any]]:
@@ -57,7 +59,7 @@ def result_plays(method: str) -> st.SearchStrategy[Play]:
     options = [
         complete.map(lambda r: Play("result", result=r)),
         complete.map(lambda r: Play("result", result=_without_type(r), probe="result-missing-resulttype")),
-        st.tuples(complete, st.sampled_from(["partial", "pending", "Complete", "", "input-required"])).map(
+        st.tuples(complete, st.sampled_from(UNKNOWN_RESULT_TYPES)).map(
             lambda t: Play("result", result={**t[0], "resultType": t[1]}, probe="result-unknown-resulttype")),
     ]
     if method in INPUT_REQUIRED_METHODS:
@@ -161,4 +163,23 @@ def coverage_cases(transport: str = "stdio") -> list[tuple[str, ClientCase]]:
                 continue
             play = drawn[0]
         out.append((name, ClientCase(plays={"tools/call": [play]})))
+        # Every method's answer bent at once, each unknown value once: which method a client reads
+        # loosely (server/discover, say) and which value it takes for "complete" both vary.
+        if name == "result-missing-resulttype":
+            out.append((name, _every_method(name, None)))
+        elif name == "result-unknown-resulttype":
+            out.extend((name, _every_method(name, value)) for value in UNKNOWN_RESULT_TYPES)
     return out
+
+
+def _every_method(probe: str, result_type: str | None) -> ClientCase:
+    """The default server with every job method's result given `result_type` (None: no resultType)."""
+    plays: dict[str, list[Play]] = {}
+    for method in JOB_METHODS:
+        result = dict(DEFAULT_RESULTS[method])
+        if result_type is None:
+            result.pop("resultType", None)
+        else:
+            result["resultType"] = result_type
+        plays[method] = [Play("result", result=result, probe=probe)]
+    return ClientCase(plays=plays)

@@ -185,7 +185,17 @@ def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
         return "no protocolVersion claim, which a dual-era server may read as a 2025-era request"
     if x.transport.http_semantics and pair.headers is not None and header(pair.headers, "MCP-Protocol-Version") is None:
         return "no MCP-Protocol-Version header, which HDR-02 lets a dual-era server read as 2025-03-26"
+    if x.transport.line_framed and any(_legacy_readable(other) for other in x.pairs
+                                       if other.proc == pair.proc and other.index < pair.index):
+        return ("an earlier frame on this process could be read as 2025-era, and a dual-era server may "
+                "take that as the process's era (VER-05: legacy semantics scoped to the process)")
     return None
+
+
+def _legacy_readable(pair: Pair) -> bool:
+    sent = pair.sent
+    return sent.kind in ("request", "notification") and (
+        pair.method in LEGACY_OPENERS or sent.legacy or sent.version_missing)
 
 
 def _harness_ended(event: Event) -> bool:

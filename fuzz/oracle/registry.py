@@ -12,7 +12,7 @@ import fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, 
 import fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
 import fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
 from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
-from fuzz.oracle.exchange import build_exchange
+from fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses
 from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
 from targets.transcript import Event, Transcript
 
@@ -72,7 +72,21 @@ def judge(
     found: list[Violation] = []
     for r in selected:
         found.extend(r.check(x))
+    if dual:
+        found = [v for v in found if not _excused_by_era(x, v)]
     return _finish(found)
+
+
+def _excused_by_era(x: Exchange, v: Violation) -> bool:
+    """Whether a modern-only rule's violation sits on a frame the dual-era policy lets the server
+    read by 2025-era rules (rules that hold in both eras judge such frames as they are)."""
+    rule = RULES.get(v.rule)
+    if rule is None or "legacy" in rule.eras or v.event_index is None:
+        return False
+    i = v.event_index
+    send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)
+    pair = x.pair_at.get(send) if send is not None else None
+    return pair is not None and dual_era_excuses(x, pair) is not None
 
 
 def judge_response(
@@ -112,3 +126,15 @@ def judge_response(
     for r in selected:
         found.extend(r.check(x))
     return _finish(found)
+
+
+def _excused_by_era(x: Exchange, v: Violation) -> bool:
+    """Whether a modern-only rule's violation sits on a frame the dual-era policy lets the server
+    read by 2025-era rules (rules that hold in both eras judge such frames as they are)."""
+    rule = RULES.get(v.rule)
+    if rule is None or "legacy" in rule.eras or v.event_index is None:
+        return False
+    i = v.event_index
+    send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)
+    pair = x.pair_at.get(send) if send is not None else None
+    return pair is not None and dual_era_excuses(x, pair) is not None

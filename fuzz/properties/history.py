@@ -157,10 +157,11 @@ class HistoryProperty(Property):
                           f"{'absent' if info is None else repr(info)[:80]}: {describe_shape(sw)}")
             else:
                 detail = f"fresh process: {describe_shape(sf)}; process with history: {describe_shape(sw)}"
-            out.append(Violation(rule, strength, f"{method}: {what}", detail, method, at))
+            # the method is where it was seen, not what the bug is: one finding groups every method
+            out.append(Violation(rule, strength, what, detail, method, at))
         elif variant == "no-loglevel" and lw > 0 and lf == 0:
             out.append(Violation(
-                rule, strength, f"{method}: logged without a logLevel after earlier requests set one",
+                rule, strength, "logged without a logLevel after earlier requests set one",
                 f"{lw} notifications/message for a request without logLevel; a fresh process sent none",
                 method, at))
         return out

@@ -67,11 +67,11 @@ CLIENTS = {
     "typescript-sdk": ("TypeScript SDK v2 `Client`", "@modelcontextprotocol/client", "npm"),
 }
 CAMPAIGNS = (
-    Campaign("python-sdk-stdio", "python-sdk", "python tests/clients/sdk_client.py {server}", seed=1, examples=22),
-    Campaign("python-sdk-http", "python-sdk", "python tests/clients/sdk_client.py {url}", seed=1, examples=14),
-    Campaign("fastmcp-stdio", "fastmcp", "python tests/clients/fastmcp_client.py {server}", seed=1, examples=20),
+    Campaign("python-sdk-stdio", "python-sdk", "python tests/clients/sdk_client.py {server}", seed=1, examples=28),
+    Campaign("python-sdk-http", "python-sdk", "python tests/clients/sdk_client.py {url}", seed=1, examples=21),
+    Campaign("fastmcp-stdio", "fastmcp", "python tests/clients/fastmcp_client.py {server}", seed=1, examples=27),
     Campaign("typescript-sdk-stdio", "typescript-sdk",
-             "python tests/servers/run_node.py tests/clients/ts_client.mjs {server}", seed=1, examples=22),
+             "python tests/servers/run_node.py tests/clients/ts_client.mjs {server}", seed=1, examples=28),
 )
 
 # (rule, strength, probe) -> why DIGEST supports this finding at this strength.

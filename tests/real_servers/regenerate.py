@@ -115,6 +115,16 @@ WHY: dict[tuple[str, str, str | None], str] = {
         "one 11 MiB line makes the process close and exit with status 0, the request unanswered; DIGEST "
         "sets no size limit, so a server may refuse a frame that large, but should say so and stay up: "
         "a robustness finding",
+    ("MRTR-14", "SHOULD", "state-foreign"):
+        "a requestState minted for one request completes a request with other arguments: the state is "
+        "not bound to its originating request (MRTR-14 SHOULD)",
+    ("MRTR-10", "HEURISTIC", "state-missing"):
+        "a retry that leaves out the requestState it was given (the probe breaks MRTR-10, a client rule) "
+        "is served anyway; DIGEST states no server reaction, so an observation",
+    ("META-01", "MUST", None):
+        "after serving requests with a supported protocolVersion, the process accepts an unsupported one "
+        "that a fresh process refuses with -32022: earlier requests on the connection set the version "
+        "(META-01 MUST NOT)",
     ("MRTR-14", "SHOULD", None):
         "a requestState minted for one request completes a request with other arguments: the state is "
         "not bound to its originating request (MRTR-14 SHOULD)",
