@@ -163,12 +163,12 @@ def coverage_cases(transport: str = "stdio") -> list[tuple[str, ClientCase]]:
                 continue
             play = drawn[0]
         out.append((name, ClientCase(plays={"tools/call": [play]})))
-        # Every method's answer bent at once, each unknown value once: which method a client reads
-        # loosely (server/discover, say) and which value it takes for "complete" both vary.
-        if name == "result-missing-resulttype":
-            out.append((name, _every_method(name, None)))
-        elif name == "result-unknown-resulttype":
-            out.extend((name, _every_method(name, value)) for value in UNKNOWN_RESULT_TYPES)
+    # Then every method's answer bent at once, each unknown value once: which method a client reads
+    # loosely (server/discover, say) and which value it takes for "complete" both vary. Last, so
+    # that a small budget still tries every probe once.
+    out.append(("result-missing-resulttype", _every_method("result-missing-resulttype", None)))
+    out.extend(("result-unknown-resulttype", _every_method("result-unknown-resulttype", value))
+               for value in UNKNOWN_RESULT_TYPES)
     return out
 
 
