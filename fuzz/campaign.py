@@ -542,7 +542,9 @@ def run_job(
         evidence = evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
                                 hypothesis_version=version if blob else None, note=note, confirmed=confirmed)
         group = group_of(evidence)
-        if record:
+        # A target that stopped answering is filed at once, even from a coverage batch: nothing
+        # after this example gets a chance to file it (the property stops here).
+        if record or run.stopped_answering is not None:
             sink.record(evidence)
             hit = stop_on_rules & {evidence.rule, evidence.probe_rule or evidence.rule}
             if hit:

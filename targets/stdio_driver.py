@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import orjson
+
 from targets import wire
 from targets.connection import (
     DEFAULT_LINE_CAP,
@@ -112,13 +114,20 @@ class StdioConnection(Connection):
         return self.process.exit_status()
 
     def rebind(self, transcript: Transcript, note: str = "") -> None:
-        """Attach this (still running) process to another transcript, as a new process number there."""
+        """Attach this (still running) process to another transcript, as a new process number there.
+
+        The spawn note lists the ids still unanswered on this process (`outstanding=[...]`): a late
+        reply to an earlier case can only carry one of those, so any other unexplained id is this
+        case's finding, not a leftover."""
+        self._carried = _unanswered_ids(self.transcript, self.proc, getattr(self, "_carried", []))
+        if not note:
+            note = f"{shlex.join(self.process.argv)} (reused) outstanding={orjson.dumps(self._carried[-64:]).decode()}"
         self.transcript = transcript
         self._procs = set()
         self._last_send = None
         self._first_event = len(transcript.events)
         self.proc = next_proc(transcript)
-        self._record("spawn", proc=self.proc, note=note or f"{shlex.join(self.process.argv)} (reused)")
+        self._record("spawn", proc=self.proc, note=note)
 
     # --- writing ---
 
@@ -531,3 +540,19 @@ class StdioPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _unanswered_ids(transcript: Transcript, proc: int, carried: list[Any]) -> list[Any]:
+    """The request ids sent on `proc` (plus `carried` from before) that no response has answered."""
+    out = list(carried)
+    for event in transcript.events:
+        if event.proc != proc or not isinstance(event.message, dict) or "id" not in event.message:
+            continue
+        rid = event.message["id"]
+        if event.kind == "send" and "method" in event.message:
+            out.append(rid)
+        elif event.kind == "recv" and "method" not in event.message:
+            same = [i for i, v in enumerate(out) if type(v) is type(rid) and v == rid]
+            if same:
+                del out[same[0]]
+    return out

@@ -90,6 +90,7 @@ class Exchange:
     answer_of: dict[int, int] = field(default_factory=dict)  # recv index -> send index
     orphans: list[tuple[int, OrphanReason]] = field(default_factory=list)
     late: list[int] = field(default_factory=list)  # unexplained replies on a reused process (REUSED_NOTE)
+    outstanding: dict[int, set[tuple[str, str]]] = field(default_factory=dict)  # reused proc -> ids owed
     reused_procs: set[int] = field(default_factory=set)
     ambiguous: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # id-less recv -> candidates
     supported_versions: frozenset[str] | None = None  # union over discover results seen
@@ -268,6 +269,9 @@ def _pair_stdio(x: Exchange) -> None:
     for i, event in enumerate(x.events):
         if event.kind == "spawn" and REUSED_NOTE in event.note:
             x.reused_procs.add(event.proc)
+            outstanding = _outstanding_ids(event.note)
+            if outstanding is not None:
+                x.outstanding[event.proc] = outstanding
         elif event.kind == "send":
             state = procs.setdefault(event.proc, _ProcState())
             sent = x.sent[i]
@@ -381,10 +385,30 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
 
 
 def _orphan(x: Exchange, recv: int, reason: OrphanReason) -> None:
-    if x.events[recv].proc in x.reused_procs:
-        x.late.append(recv)
-    else:
-        x.orphans.append((recv, reason))
+    """An unexplained reply. On a reused process it may answer an earlier case: late, unless the
+    spawn note lists what was still outstanding there and its id is not among them."""
+    proc = x.events[recv].proc
+    if proc in x.reused_procs:
+        outstanding = x.outstanding.get(proc)
+        said = x.said.get(recv)
+        rid = said.id if said is not None and not said.id_absent_or_null else None
+        if outstanding is None or rid is None or id_key(rid) in outstanding:
+            x.late.append(recv)
+            return
+    x.orphans.append((recv, reason))
+
+
+def _outstanding_ids(note: str) -> set[tuple[str, str]] | None:
+    """The ids a reused process still owed when this case took it over (the driver's note), or
+    None when the note does not say (older files): then any unexplained reply may be late."""
+    _, found, rest = note.partition("outstanding=")
+    if not found:
+        return None
+    try:
+        ids = orjson.loads(rest.strip())
+    except orjson.JSONDecodeError:
+        return None
+    return {id_key(v) for v in ids} if isinstance(ids, list) else None
 
 
 LEGACY_OPENERS = frozenset({"initialize", "notifications/initialized"})
