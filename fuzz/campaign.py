@@ -518,8 +518,12 @@ def run_job(
                 state.shrinks += 1
                 if not aside:
                     state.aside_seconds += time.monotonic() - t1
-                if violations2 and bucket_of(run2, primary(violations2, run2), transport) == bucket:
-                    run, violations, main = run2, violations2, primary(violations2, run2)
+                # The same bug seen again confirms it, whichever violation ranks first this time and
+                # whichever method it is located at (a notification's is only the nearest request's).
+                same = (bucket[0], bucket[2], bucket[3])
+                again = [v for v in violations2 if (lambda b: (b[0], b[2], b[3]))(bucket_of(run2, v, transport)) == same]
+                if again:
+                    run, violations, main = run2, violations2, again[0]
                 else:
                     confirmed = False
         except HarnessError as exc:
@@ -546,7 +550,8 @@ def run_job(
         # after this example gets a chance to file it (the property stops here).
         if record or run.stopped_answering is not None:
             sink.record(evidence)
-            hit = stop_on_rules & {evidence.rule, evidence.probe_rule or evidence.rule}
+            # only a confirmed finding ends the campaign: an unconfirmed one is an observation
+            hit = stop_on_rules & {evidence.rule, evidence.probe_rule or evidence.rule} if confirmed else set()
             if hit:
                 state.halted = min(hit)
                 raise _Halted()
