@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Property
+from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Binding, Case
 from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
 from fuzz.properties.compare import list_diff, list_items
@@ -42,6 +42,19 @@ class ListsProperty(Property):
             self._build, id_styles(), st.lists(surface_calls(ctx.surface), min_size=1, max_size=5),
             st.sampled_from(methods), st.booleans(),
         )
+
+    def coverage(self, ctx: Context) -> list[Probe]:
+        """Each offered list once after a plain tool call on the warm process: "a tool appears
+        after a call" is the classic leak, too important to leave to the draw of a history; the
+        second page too, where a list that grew shows first."""
+        from fuzz.properties.valid import probe_call  # the notification probes' plain call
+
+        offered = ctx.surface.capabilities or {}
+        call = probe_call(ctx.surface)
+        return [Probe(f"list-after-call-{key}", rule,
+                      self._build("int", [call], method, True) if cap in offered else None,
+                      "" if cap in offered else f"the target offers no {cap} capability")
+                for method, (key, cap, rule) in LISTS.items() if method != "resources/templates/list"]
 
     def _build(self, id_style: str, history: list[Call], method: str, second_page: bool) -> Case:
         b = CaseBuilder(self.name, id_style=id_style)
