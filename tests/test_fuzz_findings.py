@@ -286,18 +286,22 @@ def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> No
     out = tmp_path / "out"
     proc = run_cli("fuzz", "--target", target, "--out", str(out), *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert last_line(proc.stdout).endswith(" properties, 0 findings, 1 observations"), proc.stdout
-    assert "observation RPC-07-" in proc.stdout
+    # The RPC-07 heuristic is the one observation that stands; the valid property's cancellation
+    # probe may add an unconfirmed one (a stray error pinned on the notification, not seen again
+    # on a fresh process), which is labelled so and never fails a run either.
     index = orjson.loads((out / "findings.json").read_bytes())
-    assert (index["fail_on"], index["failures"], index["observations"]) == ("should", 0, 1)
-    [entry] = index["findings"]
-    assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC" and entry["rule"] == "RPC-07"
+    assert (index["fail_on"], index["failures"]) == ("should", 0)
+    assert last_line(proc.stdout).endswith(f" properties, 0 findings, {index['observations']} observations"), proc.stdout
+    assert "observation RPC-07-" in proc.stdout
+    [entry] = [f for f in index["findings"] if f["rule"] == "RPC-07"]
+    assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC"
+    assert all(f.get("confirmed") is False for f in index["findings"] if f["rule"] != "RPC-07"), index["findings"]
     [suite] = list(JUnitXml.fromfile(str(out / "junit.xml")))
     assert suite.failures == 0 and suite.tests == 1
     [case] = list(suite)
     assert case.is_passed and "observation RPC-07-" in (case.system_out or "")
     html = (out / "report.html").read_text()
-    assert "Observations (1)" in html and "no findings" in html and "<h2>Findings" not in html
+    assert f"Observations ({index['observations']})" in html and "no findings" in html and "<h2>Findings" not in html
 
     strict = tmp_path / "strict"
     proc = run_cli("fuzz", "--target", target, "--out", str(strict), "--fail-on", "heuristic", *args)
