@@ -126,15 +126,3 @@ def judge_response(
     for r in selected:
         found.extend(r.check(x))
     return _finish(found)
-
-
-def _excused_by_era(x: Exchange, v: Violation) -> bool:
-    """Whether a modern-only rule's violation sits on a frame the dual-era policy lets the server
-    read by 2025-era rules (rules that hold in both eras judge such frames as they are)."""
-    rule = RULES.get(v.rule)
-    if rule is None or "legacy" in rule.eras or v.event_index is None:
-        return False
-    i = v.event_index
-    send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)
-    pair = x.pair_at.get(send) if send is not None else None
-    return pair is not None and dual_era_excuses(x, pair) is not None
