@@ -138,12 +138,16 @@ while time.monotonic() < deadline:
     if not pids and not (root and populated()):
         break
     time.sleep(0.02)
-if root:
+# A cgroup whose last process has just gone may refuse rmdir for a moment (EBUSY): try again.
+deadline = time.monotonic() + 5
+while root and os.path.isdir(root) and time.monotonic() < deadline:
     for path, _dirs, _files in os.walk(root, topdown=False):
         try:
             os.rmdir(path)
         except OSError:
             pass
+    if os.path.isdir(root):
+        time.sleep(0.02)
 '''
 
 _guardian: subprocess.Popen[bytes] | None = None

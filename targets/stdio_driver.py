@@ -36,7 +36,7 @@ from targets.connection import (
 from targets.fork_server import ForkServer, start_fork_server
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
-from targets.transcript import Transcript
+from targets.transcript import REUSED_NOTE, Transcript
 from targets.transports import STDIO
 
 READ_CHUNK: Final = 1024 * 1024
@@ -121,7 +121,7 @@ class StdioConnection(Connection):
         case's finding, not a leftover."""
         self._carried = _unanswered_ids(self.transcript, self.proc, getattr(self, "_carried", []))
         if not note:
-            note = f"{shlex.join(self.process.argv)} (reused) outstanding={orjson.dumps(self._carried[-64:]).decode()}"
+            note = f"{shlex.join(self.process.argv)} {REUSED_NOTE} outstanding={orjson.dumps(self._carried[-64:]).decode()}"
         self.transcript = transcript
         self._procs = set()
         self._last_send = None

@@ -27,6 +27,10 @@ _ADD_LOCK = threading.Lock()
 # in `Transcript.dropped`, not kept. Responses and requests are always kept: the oracle pairs them.
 NOTIFICATION_KEEP: Final = 2048
 
+# In a spawn event's note: the process is a warm one that served earlier cases (the stdio pool's
+# rebind), so what it says first may still belong to one of them.
+REUSED_NOTE: Final = "(reused)"
+
 EventKind = Literal[
     "spawn",  # a process or HTTP instance came up; note = command line or URL
     "send",  # a frame the harness wrote; raw = exact bytes; headers = HTTP request headers

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from fuzz.oracle import Expectation, Violation, judge
+from fuzz.properties.executor import settle_before
 from targets import wire
 from targets.connection import Connection, is_response_to
 from targets.http_driver import HttpConnection
@@ -66,6 +67,7 @@ class Recorder:
         self.http = conn.transport == "http"
 
     def ask(self, msg: Any, *, headers: dict[str, str] | None = None, expect: str | None = None) -> Any:
+        settle_before(self.conn, msg)  # as the executor does
         index = self.conn.send(msg, headers=headers)
         if expect is not None:
             self.expectations[index] = MALFORMED_EXPECTATIONS[expect]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -265,9 +265,14 @@ def test_targeted_requests_reach_real_handlers_and_some_miss():
             assert "who" in params["arguments"]
 
     check()
+    # Every branch is reachable. How often each comes up in 250 draws is Hypothesis' business (its
+    # generation clumps, and a branch drawn 9 times in one environment was drawn 0 times in CI):
+    # a branch the sample missed must still be found by a search.
     for key in ("tools/call True", "tools/call False", "resources/read True", "resources/read False",
                 "prompts/get True", "prompts/get False"):
-        assert tally[key] > 0, (key, tally)
+        if tally[key] == 0:
+            find(targets, lambda f, key=key: f"{f['method']} {INVENTORY.knows(f)}" == key,
+                 settings=settings(max_examples=5000, **GENERATE))
     assert INVENTORY.knows({"method": "resources/read", "params": {"uri": "file:///logs/monday.log"}}) is True
 
 

@@ -30,6 +30,10 @@ class Crafter:
         self.transcript.events.append(Event(kind, self._t, **fields))  # type: ignore[arg-type]
         return len(self.transcript.events) - 1
 
+    def pause(self, seconds: float) -> None:
+        """Let time pass before the next event (each event is otherwise 1 ms after the last)."""
+        self._t += seconds
+
     def spawn(self, note: str = "crafted") -> int:
         procs = [e.proc for e in self.transcript.events if e.kind == "spawn"]
         self.proc = max(procs) + 1 if procs else 0

@@ -40,14 +40,13 @@ from fuzz.oracle.facts import (
     valid_id,
 )
 from fuzz.oracle.model import Era, Expectation
-from targets.transcript import Event, Transcript
+from targets.transcript import REUSED_NOTE, Event, Transcript
 from targets.transports import Transport
 
 OrphanReason = Literal["unknown-id", "duplicate", "null-id"]
 # A process the campaign reused (warm, it served earlier examples; its spawn note says so): a reply
 # nothing in this transcript explains may be a late answer to one of those examples, so it is
 # unattributable and kept apart, never judged.
-REUSED_NOTE = "(reused)"
 
 
 @dataclass(slots=True)
@@ -291,13 +290,29 @@ def _pair_stdio(x: Exchange) -> None:
             _attribute(x, state, i, x.said[i])
 
 
+# How soon after a server's answer an error without an id may still be that answer's trailer (a
+# server that writes a stray error behind each result, in a second write). A notification sent
+# sooner than this after the answer was read cannot be told apart from one that drew the error, so
+# the executor waits this long in silence before it sends a notification on a line-framed
+# transport, and the oracle guesses nothing when a transcript shows less.
+TRAILER_WINDOW = 0.05
+
+
 def _trails_earlier_answer(x: Exchange, recv: int, notification: int) -> bool:
     """Whether the server's message before `recv` on its process answered a frame sent before
-    `notification` (and arrived after it was sent)."""
+    `notification`, and arrived after it was sent or less than TRAILER_WINDOW before. A warm
+    process's last answer was in an earlier case: its spawn event stands for it."""
     proc = x.events[recv].proc
-    before = next((j for j in range(recv - 1, notification, -1)
-                   if x.events[j].proc == proc and x.events[j].kind == "recv"), None)
-    return before is not None and x.answer_of.get(before, notification) < notification
+    before = next((j for j in range(recv - 1, -1, -1)
+                   if x.events[j].proc == proc and x.events[j].kind in ("recv", "spawn")), None)
+    if before is None:
+        return False
+    if x.events[before].kind == "spawn":
+        if proc not in x.reused_procs:
+            return False  # a fresh process had said nothing yet
+    elif x.answer_of.get(before, notification) >= notification:
+        return False
+    return before > notification or x.events[notification].t - x.events[before].t < TRAILER_WINDOW
 
 
 # A frame this large may be refused by a line or body limit before its id is read (RPC-07: the
@@ -362,8 +377,9 @@ def _attribute(x: Exchange, state: _ProcState, recv: int, said: Said) -> None:
             latest = state.notifications[-1]
             if _trails_earlier_answer(x, recv, latest):
                 # Right behind the answer to a request sent before the notification (a request
-                # still in flight when it went out, as a cancellation's is): a trailer of that
-                # answer or a reply to the notification, the bytes cannot say which. No guess.
+                # still in flight when it went out, as a cancellation's is, or answered just before
+                # it): a trailer of that answer or a reply to the notification, the bytes cannot
+                # say which. No guess.
                 x.ambiguous.append((recv, (latest,)))
                 x.pair_at[latest].maybe_answered = True
                 return

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fuzz.oracle.exchange import TRAILER_WINDOW
 from fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
 from targets import wire
 from targets.connection import Connection, same_id
 from targets.endpoint import Endpoint as Endpoint  # re-exported: its home is targets/
 from targets.endpoint import HarnessError as HarnessError
-from targets.transcript import Transcript
+from targets.transcript import REUSED_NOTE, Transcript
 
 DEFAULT_STEP_TIMEOUT = 5.0
 # After a request went unanswered on a live process, one server/discover (which every modern
@@ -28,6 +29,8 @@ DEFAULT_STEP_TIMEOUT = 5.0
 # request" from "stopped answering": this long, at most the step timeout.
 STALL_PROBE_TIMEOUT = 2.0
 STALL_PROBE_ID_PREFIX = "gauntlet-stall-probe-"
+# A server that keeps writing is not waited out: the settle before a notification ends after this.
+SETTLE_LIMIT = 0.5
 
 
 # --- one run of one case ---
@@ -161,7 +164,7 @@ def _connection(
     conns[proc] = conn
     spawned = [e for e in run.transcript.events[before:] if e.kind == "spawn"]
     run.proc_of[proc] = spawned[-1].proc if spawned else getattr(conn, "proc", proc)
-    if spawned and "(reused)" in spawned[-1].note:
+    if spawned and REUSED_NOTE in spawned[-1].note:
         run.reused.add(proc)
     if on_conn is not None:
         on_conn(conn)
@@ -198,6 +201,7 @@ def _play_batch(
     conn = _connection(run, steps[ready[0][0]].proc, conns, endpoint, reuse=reuse, on_conn=on_conn)
     if len(ready) == 1:
         k, payload = ready[0]
+        settle_before(conn, payload)
         method = {"http_method": steps[k].http_method} if steps[k].http_method != "POST" else {}
         run.sends[k] = conn.send(payload, headers=_headers_for(steps[k], run.frames.get(k)), **method)
     else:
@@ -219,6 +223,22 @@ def _play_batch(
                 break
     if not endpoint.is_alive(conn):
         run.dead.add(steps[ready[0][0]].proc)
+
+
+def settle_before(conn: Connection, payload: Any) -> None:
+    """Before a notification on a line-framed transport right after an answer: let a trailer of
+    that answer arrive first, so an id-less error after the notification is the notification's
+    (RPC-10) and not a guess (see TRAILER_WINDOW). Anything that scripts frames to a server for
+    the oracle sends through this too."""
+    if not (conn.transport.line_framed and wire.is_notification(payload)):
+        return
+    for event in reversed(conn.transcript.events):
+        if conn.mine(event):
+            # a warm process's last answer was in an earlier case, just before this one began
+            if (event.kind == "recv" and wire.is_response(event.message)) or \
+                    (event.kind == "spawn" and REUSED_NOTE in event.note):
+                conn.drain(quiet=TRAILER_WINDOW, timeout=SETTLE_LIMIT)
+            return
 
 
 def _stall_probe(run: Run, conn: Connection, k: int, *, timeout: float) -> str | None:
