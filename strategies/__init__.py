@@ -10,7 +10,8 @@ Main entry points (see each module for details):
   valid_request(method, *, schema_source=None, ...)        strategies.frames
   any_valid_request(), valid_notification(), valid_result(), valid_response()
   malformed_case(name, *, method=None, ...), malformed_retry(name, request, result)
-  MUTATIONS, catalogue(), Expect, MalformedCase            strategies.malformed
+  MUTATIONS, catalogue(), MalformedCase                    strategies.malformed
+  Expectation (a frame's expected reaction, for the oracle)  strategies.expectation
   retry_for(request, result), input_required_result(), build_retry(), fulfil()   strategies.mrtr
   Inventory, targeted_request(inventory)                   strategies.targeted
   SchemaCompiler, compile_schema(schema)                   strategies.compiler
@@ -44,8 +45,7 @@ _EXPORTS = {
     "client_methods": "frames",
     "MUTATIONS": "malformed",
     "Mutation": "malformed",
-    "Expect": "malformed",
-    "Verdict": "malformed",
+    "Expectation": "expectation",
     "MalformedCase": "malformed",
     "malformed_case": "malformed",
     "malformed_retry": "malformed",

@@ -75,7 +75,7 @@ def _list(out: TextIO, err: TextIO) -> int:
         expect = row["expect"]
         out.write(
             f"{row['name']:<{width}}  {row['rule']:<8} {row['transport']:<5} {row['level']:<7} "
-            f"{expect['reply']:<23} {expect['strength']:<6} {row['description']}\n"
+            f"{expect['kind']:<23} {expect['strength']:<9} {row['description']}\n"
         )
     err.write(f"frames: {len(rows)} mutations\n")
     return 0

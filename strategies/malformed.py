@@ -9,9 +9,10 @@ Each `Mutation` states:
 - `rule`: the DIGEST rule id it probes (`also_breaks`: rules the mutated bytes break as a
   necessary side effect, e.g. an embedded newline also makes two lines that are not JSON);
 - `transport` (any / stdio / http) and `level` (bytes / json / headers / pair / retry);
-- `expect`: the server reaction the spec asks for, machine-readable, with the strength that
-  a deviation deserves. Where the spec says nothing (UNSPEC) a deviation is only a
-  HEURISTIC; where the spec contradicts itself (DIGEST §18) every reading is allowed.
+- `expect`: the server reaction the spec asks for, as the oracle's own `Expectation`
+  (`strategies.expectation`), bound to the mutation's name and rule, with the strength that a
+  deviation deserves. Where the spec says nothing (UNSPEC) a deviation is only a HEURISTIC;
+  where the spec contradicts itself (DIGEST §18) every reading is allowed.
 
 Cases are `MalformedCase` values with the exact bytes to send (`lines`, each one stdio line
 without its terminator, or one HTTP POST body) and, for HTTP, the exact MCP headers.
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 from strategies import formats
 from strategies import http_headers as hh
 from strategies import protocol as p
+from strategies.expectation import FOUR_XX, Expectation
 from strategies.frames import (
     unknown_method_names,
     valid_notification,
@@ -40,7 +42,7 @@ from strategies.mrtr import input_required_result, retry_for
 from strategies.schema_source import SchemaSource, default_source
 from targets import wire
 
-# -- expected reactions -------------------------------------------------------------------------
+# -- expected reactions (names for the kinds of `strategies.expectation.Expectation`) ----------------
 
 ERROR = "error"  # a JSON-RPC error (for the frame's id when readable)
 ERROR_OR_IGNORE = "error-or-ignore"  # an error or nothing; never a success
@@ -53,129 +55,11 @@ CLIENT_REJECTS = "client-rejects"  # server->client frame a conformant client mu
 # an error; on HTTP a 4xx without a JSON-RPC body is a refusal too; silence on stdio is a deviation
 # (at `strength`), a success is one at `served_strength`
 ERROR_OR_REFUSAL = "error-or-refusal"
-REPLY_KINDS = (ERROR, ERROR_OR_IGNORE, NO_REPLY, ERROR_OR_INPUT_REQUIRED, ERROR_OR_AS_VALID, AS_VALID, ANY, CLIENT_REJECTS,
-               ERROR_OR_REFUSAL)
 
-MODERN_ONLY = "modern-only"  # skip (or downgrade) for dual-era targets
 
-FOUR_XX = frozenset(range(400, 500))
 PARSE_CODES = frozenset({-32700, -32600})
 ENVELOPE_CODES = frozenset({-32700, -32600})
 PARAMS_CODES = frozenset({-32602})
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A deviation from the expected reaction: how strong, and why (one line)."""
-
-    strength: str  # MUST | SHOULD | HEURISTIC
-    reason: str
-
-
-@dataclass(frozen=True)
-class Expect:
-    """The reaction a conformant server shows to a mutation, per transport.
-
-    codes: allowed JSON-RPC error codes when an error comes back (None: any code).
-    http_codes: the same on HTTP when it differs (e.g. -32020 for header/body mismatch).
-    http_statuses: allowed HTTP statuses (None: any 4xx for an error, 2xx for a reply).
-    strength: how strongly the spec asks for it: MUST, SHOULD or UNSPEC (deviations from an
-      UNSPEC expectation are reported as HEURISTIC at most).
-    only_if: a target property the expectation depends on (`modern-only`: a dual-era server
-      may legitimately serve the legacy reading).
-    forbid_headers: response header names (lower case) that must not appear.
-    served_strength: how strongly a success reply deviates where none is expected (default:
-      strength); e.g. silence after a null id is a SHOULD, serving it a MUST.
-    """
-
-    reply: str
-    codes: frozenset[int] | None = None
-    http_codes: frozenset[int] | None = None
-    http_statuses: frozenset[int] | None = None
-    strength: str = "MUST"
-    only_if: str | None = None
-    forbid_headers: frozenset[str] = frozenset()
-    note: str = ""
-    served_strength: str | None = None
-
-    def allowed_codes(self, transport: str) -> frozenset[int] | None:
-        if transport == "http" and self.http_codes is not None:
-            return self.http_codes
-        return self.codes
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "reply": self.reply,
-            "codes": sorted(self.codes) if self.codes is not None else None,
-            "http_codes": sorted(self.http_codes) if self.http_codes is not None else None,
-            "http_statuses": _status_summary(self.http_statuses),
-            "strength": self.strength,
-            "only_if": self.only_if,
-            "forbid_headers": sorted(self.forbid_headers),
-            "note": self.note,
-            "served_strength": self.served_strength,
-        }
-
-    def judge(
-        self,
-        transport: str,
-        outcome: str,
-        *,
-        error_code: int | None = None,
-        result_type: str | None = None,
-        http_status: int | None = None,
-    ) -> Verdict | None:
-        """None when the observed reaction is acceptable, else the deviation.
-
-        outcome: "error" (a JSON-RPC error came back), "success" (a result came back) or
-        "none" (no JSON-RPC reply: silence on stdio; on HTTP an empty body). Crashes, hangs and
-        garbled output are the oracle's business and are not judged here.
-        """
-        deviation = "HEURISTIC" if self.strength == "UNSPEC" else self.strength
-        kind = self.reply
-        if kind in (ANY, CLIENT_REJECTS):
-            return None
-        if transport == "http" and http_status is not None:
-            allowed = self.http_statuses
-            if allowed is None and kind in (ERROR, ERROR_OR_REFUSAL):
-                allowed = FOUR_XX
-            elif allowed is None and kind in (ERROR_OR_IGNORE, NO_REPLY):
-                allowed = FOUR_XX | {202}
-            success_ok = kind in (ERROR_OR_AS_VALID, AS_VALID, ERROR_OR_INPUT_REQUIRED) and 200 <= http_status < 300
-            if allowed is not None and http_status not in allowed and not success_ok:
-                return Verdict(deviation, f"HTTP status {http_status}, expected {_status_summary(allowed)}")
-        codes = self.allowed_codes(transport)
-        if outcome == "error":
-            if kind in (NO_REPLY,):
-                return Verdict(deviation, f"replied with error {error_code}; expected no reply")
-            if codes is not None and error_code not in codes and kind != AS_VALID:
-                return Verdict(deviation, f"error code {error_code}, expected one of {sorted(codes)}")
-            return None
-        if outcome == "success":
-            if kind in (AS_VALID, ERROR_OR_AS_VALID):
-                return None
-            if kind == ERROR_OR_INPUT_REQUIRED and result_type == p.RESULT_INPUT_REQUIRED:
-                return None
-            served = self.served_strength
-            served = deviation if served is None else ("HEURISTIC" if served == "UNSPEC" else served)
-            return Verdict(served, f"answered with a {result_type or 'result'}; expected {kind}")
-        if outcome == "none":
-            if kind in (NO_REPLY, ERROR_OR_IGNORE):
-                return None
-            if kind == ERROR_OR_REFUSAL and transport == "http" and http_status is not None and http_status in FOUR_XX:
-                return None
-            if kind == ERROR_OR_AS_VALID and transport == "http" and http_status in (self.http_statuses or ()) \
-                    and http_status in FOUR_XX:
-                return None  # a named 4xx without a body refuses the frame (e.g. 413 for a huge one)
-            return Verdict(deviation, f"no reply; expected {kind}")
-        raise ValueError(f"unknown outcome {outcome!r}")
-
-
-def _status_summary(statuses: frozenset[int] | None) -> list[int | str] | None:
-    if statuses is None:
-        return None
-    rest = sorted(s for s in statuses if s not in FOUR_XX)
-    return (["4xx"] if FOUR_XX <= statuses else sorted(s for s in statuses if s in FOUR_XX)) + rest
 
 
 # -- cases ------------------------------------------------------------------------------------------
@@ -196,7 +80,7 @@ class MalformedCase:
     rule: str
     transport: str
     level: str
-    expect: Expect
+    expect: Expectation
     method: str
     base: Any
     lines: tuple[bytes, ...]
@@ -262,7 +146,7 @@ class Mutation:
     transport: str  # any | stdio | http
     level: str  # bytes | json | headers | pair | retry
     description: str
-    expect: Expect
+    expect: Expectation  # bound to this mutation's name and rule
     apply: Apply = field(repr=False, compare=False)
     also_breaks: frozenset[str] = frozenset()
     base: str = "request"  # request | notification | retry | response
@@ -717,7 +601,13 @@ def _result_unknown_type(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
 
 # -- the catalogue ------------------------------------------------------------------------------------
 
-_GARBAGE = Expect(
+def _reaction(kind: str, **fields: Any) -> Expectation:
+    """A catalogue reaction, shared by several mutations; `_m` binds it to each one's name and rule.
+    Where the spec leaves the reaction open its strength is HEURISTIC (the note says why)."""
+    return Expectation(kind, "", **fields)  # type: ignore[arg-type]
+
+
+_GARBAGE = _reaction(
     ERROR_OR_REFUSAL,
     codes=PARSE_CODES,
     strength="SHOULD",
@@ -725,7 +615,7 @@ _GARBAGE = Expect(
     note="not JSON: a parse error (-32700, id omitted or null, RPC-07), as JSON-RPC 2.0 answers it; "
     "silence is a SHOULD deviation (the DIGEST restates the format, not the duty to answer), a result a MUST",
 )
-_ENVELOPE = Expect(
+_ENVELOPE = _reaction(
     ERROR_OR_REFUSAL,
     codes=ENVELOPE_CODES,
     strength="SHOULD",
@@ -733,57 +623,57 @@ _ENVELOPE = Expect(
     note="not a valid JSON-RPC request: -32600 (or -32700), as JSON-RPC 2.0 answers it; silence is a "
     "SHOULD deviation, serving it a MUST (RPC-01, RPC-03, RPC-04)",
 )
-_LENIENT = Expect(
+_LENIENT = _reaction(
     ERROR_OR_AS_VALID,
     codes=PARSE_CODES | PARAMS_CODES,
-    strength="UNSPEC",
+    strength="HEURISTIC",
     note="the spec does not say; a parse error or normal handling are both fine, a crash is not",
 )
-_META_MISSING = Expect(
+_META_MISSING = _reaction(
     ERROR,
     codes=PARAMS_CODES,
     http_codes=PARAMS_CODES | {-32020},
-    http_statuses=frozenset({400}),
+    statuses=frozenset({400}),
     strength="MUST",
     note="META-04: -32602 / HTTP 400; on HTTP -32020 is accepted too (DIGEST §18.3)",
 )
-_META_BAD_TYPE = Expect(
+_META_BAD_TYPE = _reaction(
     ERROR,
     codes=PARAMS_CODES | {-32600, -32022},
     http_codes=PARAMS_CODES | {-32600, -32022, -32020},
-    http_statuses=frozenset({400}),
+    statuses=frozenset({400}),
     strength="SHOULD",
     note="a required _meta member of the wrong type is as unusable as a missing one",
 )
-_UNKNOWN_METHOD = Expect(
+_UNKNOWN_METHOD = _reaction(
     ERROR,
     codes=frozenset({-32601}),
-    http_statuses=frozenset({404}),
+    statuses=frozenset({404}),
     strength="MUST",
     note="HDR-05: -32601, and 404 on HTTP",
 )
-_LEGACY_METHOD = Expect(
+_LEGACY_METHOD = _reaction(
     ERROR,
     codes=frozenset({-32601}),
-    http_statuses=frozenset({404}),
+    statuses=frozenset({404}),
     strength="MUST",
-    only_if=MODERN_ONLY,
+    modern_only=True,
     note="removed in 2026-07-28 (DIGEST §13): an unknown method; a dual-era server may serve it",
 )
-_HEADER = Expect(
+_HEADER = _reaction(
     ERROR,
     codes=frozenset({-32020}),
-    http_statuses=frozenset({400}),
+    statuses=frozenset({400}),
     strength="MUST",
     note="HDR-01..03/06: 400 with -32020 HeaderMismatchError",
 )
-_STATE = Expect(
+_STATE = _reaction(
     ERROR_OR_INPUT_REQUIRED,
-    strength="UNSPEC",
+    strength="HEURISTIC",
     note="MRTR-15: any error (-32602 is natural) or a fresh input_required; a complete result "
     "honouring the state is a HEURISTIC finding (it matters when the state guards authorisation)",
 )
-_RESPONSES = Expect(
+_RESPONSES = _reaction(
     ERROR_OR_INPUT_REQUIRED,
     strength="SHOULD",
     note="MRTR-16: a JSON-RPC error for malformed answers, or a new input_required for missing ones",
@@ -794,8 +684,9 @@ _NEEDS_NAME = tuple(p.NAME_HEADER_SOURCE)
 _NO_NAME = tuple(m for m in wire.MODERN_METHODS if m not in wire.NAME_HEADER_FIELD)
 
 
-def _m(name: str, rule: str, transport: str, level: str, description: str, expect: Expect, apply: Apply, **kw: Any):
-    return Mutation(name, rule, transport, level, description, expect, apply, **kw)
+def _m(name: str, rule: str, transport: str, level: str, description: str, expect: Expectation, apply: Apply,
+       **kw: Any) -> Mutation:
+    return Mutation(name, rule, transport, level, description, expect.probing(rule, name), apply, **kw)
 
 
 _CATALOGUE: tuple[Mutation, ...] = (
@@ -807,13 +698,13 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("cr-whitespace", "STDIO-02", "stdio", "bytes", "a raw CR between tokens: valid JSON, but a CR-as-newline reader splits it",
        _LENIENT, _cr_whitespace),
     _m("crlf-terminator", "STDIO-01", "stdio", "bytes", "the line ends in CRLF instead of LF (the CR is JSON whitespace)",
-       Expect(ERROR_OR_AS_VALID, codes=PARSE_CODES, strength="UNSPEC", note="tolerating the CR is the friendly reading"),
+       _reaction(ERROR_OR_AS_VALID, codes=PARSE_CODES, strength="HEURISTIC", note="tolerating the CR is the friendly reading"),
        _crlf),
     _m("two-frames-one-line", "STDIO-01", "stdio", "bytes", "two valid requests on one line", _LENIENT, _two_frames,
        also_breaks=frozenset({"RPC-01"})),
     _m("bom-prefix", "RPC-02", "any", "bytes", "a UTF-8 byte order mark before the JSON", _LENIENT, _bom),
     _m("invalid-utf8", "RPC-02", "any", "bytes", "an invalid UTF-8 sequence inside the method string",
-       Expect(ERROR_OR_IGNORE, codes=PARSE_CODES | {-32601}, http_statuses=_NOT_JSON_HTTP, strength="SHOULD",
+       _reaction(ERROR_OR_IGNORE, codes=PARSE_CODES | {-32601}, statuses=_NOT_JSON_HTTP, strength="SHOULD",
               note="-32700; -32601 if the decoder substituted U+FFFD and the method became unknown"),
        _invalid_utf8),
     _m("nul-byte", "RPC-01", "any", "bytes", "a raw NUL inside the method string", _GARBAGE, _nul),
@@ -823,10 +714,10 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("non-json-text", "RPC-01", "any", "bytes", "the frame written as text that is not JSON", _GARBAGE, _non_json_text),
     _m("duplicate-keys", "RPC-01", "any", "bytes", "a top-level key repeated with the same value", _LENIENT, _duplicate_key),
     _m("oversized-frame", "RPC-01", "any", "json", "a valid frame padded in _meta to the size parameter (default 1 MiB)",
-       Expect(ERROR_OR_AS_VALID, strength="UNSPEC", note="refusing large frames cleanly is fine; dying is not"),
+       _reaction(ERROR_OR_AS_VALID, strength="HEURISTIC", note="refusing large frames cleanly is fine; dying is not"),
        _oversized),
     _m("huge-frame", "RPC-01", "any", "json", "a valid frame padded in _meta to 11 MiB, past common line limits",
-       Expect(ERROR_OR_AS_VALID, http_statuses=FOUR_XX, strength="UNSPEC",
+       _reaction(ERROR_OR_AS_VALID, statuses=FOUR_XX, strength="HEURISTIC",
               note="a server may refuse a frame that large (an error; on HTTP a 4xx such as 413), but should say "
               "so and stay up; dying is HEURISTIC"),
        _huge, methods=("server/discover", "tools/list")),
@@ -843,32 +734,32 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("method-non-string", "RPC-01", "any", "json", "method is not a string", _ENVELOPE,
        _set(("method",), st.sampled_from([1, None, True, ["tools/list"], {"name": "tools/list"}]))),
     _m("params-non-object", "RPC-13", "any", "json", "params is an array, string, number, boolean or null",
-       Expect(ERROR_OR_IGNORE, codes=ENVELOPE_CODES | PARAMS_CODES, strength="SHOULD",
+       _reaction(ERROR_OR_IGNORE, codes=ENVELOPE_CODES | PARAMS_CODES, strength="SHOULD",
               note="no params object means no _meta (META-04); -32600 is the other natural reading"),
        _set(("params",), st.sampled_from([[], ["x"], "x", 1, True, None])), methods=_NO_NAME),
     _m("params-missing", "RPC-13", "any", "json", "no params member, hence no _meta (RPC-13 -> META-04)", _META_MISSING,
        _delete(("params",)), methods=_NO_NAME),
     _m("batch-empty", "RPC-11", "any", "json", "an empty JSON array",
-       Expect(ERROR_OR_REFUSAL, codes=ENVELOPE_CODES, strength="UNSPEC",
+       _reaction(ERROR_OR_REFUSAL, codes=ENVELOPE_CODES, strength="HEURISTIC",
               note="RPC-11: batching was removed; the reply is UNSPEC, an error is expected (silence: HEURISTIC)"),
        _batch_empty),
     _m("batch-array", "RPC-11", "any", "json", "one or two valid requests wrapped in an array",
-       Expect(ERROR_OR_REFUSAL, codes=ENVELOPE_CODES, strength="UNSPEC",
+       _reaction(ERROR_OR_REFUSAL, codes=ENVELOPE_CODES, strength="HEURISTIC",
               note="RPC-11: batching was removed; the reply is UNSPEC, an error or 4xx is expected (else HEURISTIC)"),
        _batch),
     _m("response-from-client", "RPC-12", "any", "json", "a JSON-RPC response sent by the client",
-       Expect(ERROR_OR_IGNORE, codes=ENVELOPE_CODES, http_statuses=_NOT_JSON_HTTP, strength="UNSPEC",
+       _reaction(ERROR_OR_IGNORE, codes=ENVELOPE_CODES, statuses=_NOT_JSON_HTTP, strength="HEURISTIC",
               note="servers never initiate requests, so there is nothing to answer"),
        _response_from_client),
     _m("colliding-ids", "RPC-05", "any", "pair", "two requests in flight with the same id",
-       Expect(ANY, strength="UNSPEC", note="RPC-05 binds the client; the server's reaction is unspecified"),
+       _reaction(ANY, strength="HEURISTIC", note="RPC-05 binds the client; the server's reaction is unspecified"),
        _colliding_ids),
     # _meta
     _m("meta-missing", "META-04", "any", "json", "params without _meta", _META_MISSING, _delete(_META)),
     _m("meta-missing-protocol-version", "META-04", "any", "json", "_meta without protocolVersion", _META_MISSING,
        _delete((*_META, p.PROTOCOL_VERSION_KEY))),
     _m("meta-missing-client-capabilities", "META-04", "any", "json", "_meta without clientCapabilities",
-       Expect(ERROR, codes=PARAMS_CODES, http_statuses=frozenset({400}), note="META-04: -32602 / HTTP 400"),
+       _reaction(ERROR, codes=PARAMS_CODES, statuses=frozenset({400}), note="META-04: -32602 / HTTP 400"),
        _delete((*_META, p.CLIENT_CAPABILITIES_KEY))),
     _m("meta-not-object", "META-04", "any", "json", "_meta is not an object", _META_BAD_TYPE,
        _set(_META, st.sampled_from(["x", [], 1, True, None]))),
@@ -877,25 +768,25 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("meta-capabilities-wrong-type", "META-04", "any", "json", "clientCapabilities is not an object", _META_BAD_TYPE,
        _set((*_META, p.CLIENT_CAPABILITIES_KEY), st.sampled_from(["{}", [], 1, True, None]))),
     _m("meta-version-unsupported", "META-06", "any", "json", "a protocolVersion no revision has (header agrees on HTTP)",
-       Expect(ERROR, codes=frozenset({-32022}), http_statuses=frozenset({400}),
+       _reaction(ERROR, codes=frozenset({-32022}), statuses=frozenset({400}),
               note="META-06 / HDR-04: -32022 with data.supported and data.requested, HTTP 400"),
        _meta_version(["1900-01-01", "2099-12-31", "2026-07-29", "draft", "2026-7-28"])),
     _m("meta-version-legacy", "META-06", "any", "json", "a handshake-era protocolVersion in _meta (header agrees on HTTP)",
-       Expect(ERROR, codes=frozenset({-32022}), http_statuses=frozenset({400}), only_if=MODERN_ONLY,
+       _reaction(ERROR, codes=frozenset({-32022}), statuses=frozenset({400}), modern_only=True,
               note="a modern-only server does not implement it: -32022"),
        _meta_version(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])),
     _m("meta-client-info-wrong-type", "RPC-13", "any", "json", "clientInfo is not an Implementation",
-       Expect(ERROR_OR_AS_VALID, codes=PARAMS_CODES, strength="UNSPEC",
+       _reaction(ERROR_OR_AS_VALID, codes=PARAMS_CODES, strength="HEURISTIC",
               note="clientInfo must not change behaviour (META-08); -32602 or ignoring it are both fine"),
        _set((*_META, p.CLIENT_INFO_KEY), st.sampled_from(["x", [], 1, {"name": 1, "version": "1"}, {}]))),
     _m("meta-log-level-invalid", "RPC-13", "any", "json", "logLevel is not a LoggingLevel",
-       Expect(ERROR, codes=PARAMS_CODES, strength="SHOULD", note="an invalid logLevel SHOULD get -32602 (DIGEST §13)"),
+       _reaction(ERROR, codes=PARAMS_CODES, strength="SHOULD", note="an invalid logLevel SHOULD get -32602 (DIGEST §13)"),
        _set((*_META, p.LOG_LEVEL_KEY), st.sampled_from(["verbose", "DEBUG", "trace", "", "warn"]))),
     _m("meta-progress-token-wrong-type", "RPC-13", "any", "json", "progressToken is neither string nor integer",
-       Expect(ERROR_OR_AS_VALID, codes=PARAMS_CODES, strength="UNSPEC"),
+       _reaction(ERROR_OR_AS_VALID, codes=PARAMS_CODES, strength="HEURISTIC"),
        _set((*_META, p.PROGRESS_TOKEN_KEY), st.sampled_from([1.5, True, [], {}]))),
     _m("null-optional-field", "RPC-13", "any", "json", "null for an optional field (may be omitted, is not nullable)",
-       Expect(ERROR_OR_AS_VALID, codes=PARAMS_CODES, strength="UNSPEC",
+       _reaction(ERROR_OR_AS_VALID, codes=PARAMS_CODES, strength="HEURISTIC",
               note="reading null as absent or answering -32602 are both fine"),
        _null_optional),
     # methods
@@ -907,23 +798,23 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("legacy-resources-subscribe", "HDR-05", "any", "json", "resources/subscribe, removed in 2026-07-28", _LEGACY_METHOD,
        _legacy("resources/subscribe", lambda draw, base: {"uri": draw(formats.uri())})),
     _m("legacy-initialize", "VER-06", "any", "json", "a 2025-era initialize request (no _meta, no MCP headers)",
-       Expect(ERROR, http_statuses=frozenset({400, 404}), only_if=MODERN_ONLY,
+       _reaction(ERROR, statuses=frozenset({400, 404}), modern_only=True,
               note="a modern-only server errors with an implementation-defined code, SHOULD list its versions"),
        _legacy_initialize, also_breaks=frozenset({"HDR-02"})),
     # notifications
     _m("unknown-notification", "RPC-10", "any", "json", "a notification method no revision defines",
-       Expect(NO_REPLY, http_statuses=_NOT_JSON_HTTP, note="RPC-10: never reply to a notification"),
+       _reaction(NO_REPLY, statuses=_NOT_JSON_HTTP, note="RPC-10: never reply to a notification"),
        _unknown_notification, base="notification"),
     _m("cancelled-missing-request-id", "CAN-05", "stdio", "json", "notifications/cancelled without requestId (CAN-01)",
-       Expect(NO_REPLY, note="CAN-05: ignore invalid cancellations silently; RPC-10: no reply to notifications"),
+       _reaction(NO_REPLY, note="CAN-05: ignore invalid cancellations silently; RPC-10: no reply to notifications"),
        _delete(("params", "requestId")), base="notification", also_breaks=frozenset({"CAN-01"})),
     # HTTP headers
     _m("hdr-version-missing", "HDR-02", "http", "headers", "no MCP-Protocol-Version header",
-       Expect(ERROR, codes=frozenset({-32020}), http_statuses=frozenset({400}), only_if=MODERN_ONLY,
+       _reaction(ERROR, codes=frozenset({-32020}), statuses=frozenset({400}), modern_only=True,
               note="HDR-02; a server still serving pre-2025-06-18 clients MAY assume 2025-03-26"),
        _headers(_drop(p.H_PROTOCOL_VERSION))),
     _m("hdr-version-mismatch", "HDR-01", "http", "headers", "MCP-Protocol-Version differs from _meta",
-       Expect(ERROR, codes=frozenset({-32020, -32022}), http_statuses=frozenset({400}),
+       _reaction(ERROR, codes=frozenset({-32020, -32022}), statuses=frozenset({400}),
               note="HDR-01 -32020; -32022 if the server checks the header's version first"),
        _headers(_replace(p.H_PROTOCOL_VERSION, st.sampled_from(["2025-11-25", "2025-06-18", "1900-01-01"])))),
     _m("hdr-method-missing", "HDR-02", "http", "headers", "no Mcp-Method header", _HEADER, _headers(_drop(p.H_METHOD))),
@@ -936,21 +827,21 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("hdr-name-bad-base64", "HDR-06", "http", "headers", "Mcp-Name is a base64 sentinel that does not decode",
        _HEADER, _headers(_name_bad_base64), methods=_NEEDS_NAME),
     _m("hdr-content-type-wrong", "HTTP-04", "http", "headers", "Content-Type is not application/json",
-       Expect(ERROR_OR_AS_VALID, http_statuses=frozenset({400, 406, 415}), strength="UNSPEC"),
+       _reaction(ERROR_OR_AS_VALID, statuses=frozenset({400, 406, 415}), strength="HEURISTIC"),
        _headers(_replace(p.H_CONTENT_TYPE, st.sampled_from(["text/plain", "application/x-www-form-urlencoded"])))),
     _m("hdr-accept-missing", "HTTP-03", "http", "headers", "no Accept header",
-       Expect(ERROR_OR_AS_VALID, http_statuses=frozenset({400, 406}), strength="UNSPEC",
+       _reaction(ERROR_OR_AS_VALID, statuses=frozenset({400, 406}), strength="HEURISTIC",
               note="HTTP-03 binds the client; no 406 rule exists"),
        _headers(_drop(p.H_ACCEPT))),
     _m("hdr-accept-json-only", "HTTP-03", "http", "headers", "Accept lists only application/json",
-       Expect(ERROR_OR_AS_VALID, http_statuses=frozenset({400, 406}), strength="UNSPEC"),
+       _reaction(ERROR_OR_AS_VALID, statuses=frozenset({400, 406}), strength="HEURISTIC"),
        _headers(_replace(p.H_ACCEPT, st.just("application/json")))),
     _m("hdr-session-id", "META-01", "http", "headers", "an Mcp-Session-Id header (sessions are gone)",
-       Expect(AS_VALID, strength="SHOULD", forbid_headers=frozenset({"mcp-session-id"}),
+       _reaction(AS_VALID, strength="SHOULD", forbid_headers=frozenset({"mcp-session-id"}),
               note="ignore it, and never mint or echo a session id (DIGEST §7.4)"),
        _headers(_session_id)),
     _m("hdr-origin-foreign", "HTTP-12", "http", "headers", "a foreign Origin header",
-       Expect(ERROR_OR_REFUSAL, http_statuses=frozenset({403}),
+       _reaction(ERROR_OR_REFUSAL, statuses=frozenset({403}),
               note="HTTP-12: 403, with or without a JSON-RPC error (which has no id)"),
        _headers(_replace(p.H_ORIGIN, st.sampled_from(["http://evil.example", "https://attacker.invalid"])))),
     # MRTR retries
@@ -969,14 +860,14 @@ _CATALOGUE: tuple[Mutation, ...] = (
     _m("responses-wrong-key", "MRTR-16", "any", "retry", "inputResponses keyed by names the server did not ask",
        _RESPONSES, _responses_wrong_key, base="retry", needs=("inputRequests",)),
     _m("retry-reuses-id", "MRTR-09", "any", "retry", "the retry reuses the original request's id",
-       Expect(ANY, strength="UNSPEC", note="MRTR-09 binds the client; a stateless server cannot tell"),
+       _reaction(ANY, strength="HEURISTIC", note="MRTR-09 binds the client; a stateless server cannot tell"),
        _retry_reuses_id, base="retry"),
     # server -> client
     _m("result-missing-resulttype", "RT-01", "any", "json", "a result without resultType (for clients and our parser)",
-       Expect(CLIENT_REJECTS, note="RT-01/RT-05: only pre-2026 servers may omit it"), _result_missing_type,
+       _reaction(CLIENT_REJECTS, note="RT-01/RT-05: only pre-2026 servers may omit it"), _result_missing_type,
        base="response", direction="to-client"),
     _m("result-unknown-resulttype", "RT-04", "any", "json", "a result whose resultType is not a core value",
-       Expect(CLIENT_REJECTS, note="RT-04: treat unknown values as invalid"), _result_unknown_type,
+       _reaction(CLIENT_REJECTS, note="RT-04: treat unknown values as invalid"), _result_unknown_type,
        base="response", direction="to-client"),
 )
 
@@ -1181,13 +1072,11 @@ __all__ = [
     "ERROR_OR_IGNORE",
     "ERROR_OR_INPUT_REQUIRED",
     "ERROR_OR_REFUSAL",
-    "MODERN_ONLY",
     "MUTATIONS",
     "NO_REPLY",
-    "Expect",
+    "Expectation",
     "MalformedCase",
     "Mutation",
-    "Verdict",
     "any_malformed_case",
     "base_methods",
     "catalogue",

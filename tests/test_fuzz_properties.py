@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fuzz.campaign import Prepared, job_seed, plan_jobs
+from fuzz.oracle import Expectation
 from fuzz.properties.answers import answer_input_requests
 from fuzz.properties.base import Context, all_properties
 from fuzz.properties.case import (
@@ -38,7 +39,7 @@ def test_case_round_trips_through_json_with_raw_bytes_and_bindings() -> None:
     case = Case("mrtr", [
         Step(proc=0, frame={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, label="begin"),
         Step(proc=1, raw=b"\xff\xfe not utf-8\n", wait="none", mutation="invalid-utf8",
-             expect={"kind": "error-or-ignore", "rule": "RPC-02"}),
+             expect=Expectation("error-or-ignore", "RPC-02")),
         Step(proc=1, frame={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}},
              bind=[Binding(("params", "requestState"), 0, ("result", "requestState"), "flip", 3)], group=4),
     ], warm=[0], params={"scenario": "tamper-flip"})

@@ -84,7 +84,8 @@ def test_modern_only_expectation_judges_survival_only_on_a_dual_era_target() -> 
 
     for name in ("hdr-version-missing", "legacy-ping", "meta-version-legacy"):
         mutation = MUTATIONS[name]
-        exp = Expectation.from_expect(mutation.expect, mutation.rule, "http", mutation=name)
+        exp = mutation.expect.for_transport("http")
+        assert exp.rule == mutation.rule and exp.mutation == name
         assert exp.kind == "error" and exp.strength == "MUST" and exp.modern_only
         assert Expectation.from_json(exp.to_json()) == exp
         # Served by legacy rules (a result without resultType): a finding for a modern-only
@@ -96,7 +97,7 @@ def test_modern_only_expectation_judges_survival_only_on_a_dual_era_target() -> 
         assert judge(c.transcript, expectations={s: exp}) != []
         assert [v for v in judge(c.transcript, expectations={s: exp}, dual=True) if v.probe == name] == []
     envelope = MUTATIONS["id-null"]
-    assert not Expectation.from_expect(envelope.expect, "RPC-04", "stdio").modern_only
+    assert not envelope.expect.for_transport("stdio").modern_only
 
 
 def test_dual_era_policy_excuses_a_request_without_params_the_same_way_for_every_rule() -> None:

@@ -1,5 +1,5 @@
 """Every malformed-frame mutation of `strategies.malformed`, sent to the reference server, judged
-through `Expectation.from_case`: the reference's reactions must satisfy every expectation and every
+through its own `Expectation` (`case.expect`): the reference's reactions must satisfy every expectation and every
 rule, and it must answer the liveness sentinel after each one.
 
 This is where the oracle, the strategies' expectations and the reference server are held against
@@ -89,7 +89,7 @@ def _run(conn: Connection, case: Any, transport: str) -> tuple[Transcript, dict[
     _sentinel(conn, "sentinel")
     if transport == "stdio":
         conn.drain(quiet=0.05, timeout=0.5)
-    return conn.transcript, {indices[0]: Expectation.from_case(case, transport)}
+    return conn.transcript, {indices[0]: case.expect.for_transport(transport)}
 
 
 def _case_strategy(name: str) -> st.SearchStrategy[Any]:

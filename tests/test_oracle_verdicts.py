@@ -21,8 +21,7 @@ LIST = {"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "public
 def _exp(name: str, transport: str = "stdio") -> Expectation:
     if name == "blank-line":  # the framing property's own probe (fuzz/properties/framing.py)
         return Expectation("error-or-ignore", "STDIO-02", mutation="blank-line")
-    m = MUTATIONS[name]
-    return Expectation.from_expect(m.expect, m.rule, transport, mutation=name)
+    return MUTATIONS[name].expect.for_transport(transport)
 
 
 def _parse_error() -> dict[str, Any]:

@@ -22,14 +22,7 @@ from strategies import http_headers as hh
 from strategies import protocol as p
 from strategies.frames import valid_request
 from strategies.malformed import (
-    ANY,
-    ERROR,
-    ERROR_OR_AS_VALID,
-    ERROR_OR_IGNORE,
-    ERROR_OR_INPUT_REQUIRED,
     MUTATIONS,
-    NO_REPLY,
-    Expect,
     base_methods,
     catalogue,
     malformed_case,
@@ -393,7 +386,8 @@ def test_catalogue_covers_the_issue_and_names_real_rules():
     for row in rows:
         assert row["transport"] in ("any", "stdio", "http")
         assert row["level"] in ("bytes", "json", "headers", "pair", "retry")
-        assert row["expect"]["strength"] in ("MUST", "SHOULD", "UNSPEC")
+        assert row["expect"]["strength"] in ("MUST", "SHOULD", "HEURISTIC")
+        assert (row["expect"]["rule"], row["expect"]["mutation"]) == (row["rule"], row["name"])
         if text is not None:
             for rule in [row["rule"], *row["also_breaks"]]:
                 assert f"| {rule} |" in text, f"{row['name']}: {rule} is not a DIGEST rule id"
@@ -490,38 +484,48 @@ def test_malformed_retry_refuses_a_context_without_what_it_needs():
     assert "responses-wrong-key" in retry_mutations_for(only_requests)
 
 
-# -- the expected-reaction judge ----------------------------------------------------------------------
+# -- the expected reaction: the oracle's own type --------------------------------------------------
 
 
-def test_expect_judge_follows_the_reply_kinds():
-    must_error = Expect(ERROR, codes=frozenset({-32602}), http_statuses=frozenset({400}))
-    assert must_error.judge("stdio", "error", error_code=-32602) is None
-    assert must_error.judge("stdio", "error", error_code=-32600).strength == "MUST"
-    assert must_error.judge("stdio", "success", result_type="complete").strength == "MUST"
-    assert must_error.judge("stdio", "none").strength == "MUST"
-    assert must_error.judge("http", "error", error_code=-32602, http_status=400) is None
-    assert "HTTP status 200" in must_error.judge("http", "error", error_code=-32602, http_status=200).reason
+def test_a_mutation_carries_the_oracles_own_expectation():
+    """One type from strategy to oracle: a mutation's expectation is `fuzz.oracle.Expectation`,
+    bound to the mutation's name and rule, resolved per transport, and it survives a replay file."""
+    from fuzz.oracle import Expectation as OracleExpectation
 
-    unspec = Expect(ERROR_OR_IGNORE, codes=frozenset({-32700}), strength="UNSPEC")
-    assert unspec.judge("stdio", "none") is None
-    assert unspec.judge("http", "none", http_status=202) is None
-    assert unspec.judge("stdio", "success").strength == "HEURISTIC"
+    for name, mutation in MUTATIONS.items():
+        exp = mutation.expect
+        assert type(exp) is OracleExpectation and (exp.rule, exp.mutation) == (mutation.rule, name)
+        for transport in ("stdio", "http"):
+            resolved = exp.for_transport(transport)
+            assert resolved.http_codes is None
+            assert OracleExpectation.from_json(resolved.to_json()) == resolved
+    # DIGEST §18.3: a missing protocolVersion on HTTP may be -32602 or -32020; on stdio only -32602.
+    exp = MUTATIONS["meta-missing-protocol-version"].expect
+    assert exp.for_transport("http").codes == {-32602, -32020}
+    assert exp.for_transport("stdio").codes == {-32602}
+    # Legacy methods are only judged against modern-only servers; MRTR-15 leaves the reaction open.
+    assert MUTATIONS["legacy-ping"].expect.modern_only
+    assert MUTATIONS["state-tampered"].expect.strength == "HEURISTIC"
+    # A reaction DIGEST marks UNSPEC (RPC-05: a duplicate id in flight) is judged on survival only.
+    unspec = [m.expect for m in MUTATIONS.values() if m.rule == "RPC-05"]
+    assert unspec and all(e.kind == "any" and e.strength == "HEURISTIC" for e in unspec)
 
-    assert Expect(NO_REPLY).judge("stdio", "error", error_code=-32601).strength == "MUST"
-    assert Expect(ANY, strength="UNSPEC").judge("stdio", "success") is None
-    lenient = Expect(ERROR_OR_AS_VALID, codes=frozenset({-32700}), strength="UNSPEC")
-    assert lenient.judge("http", "success", http_status=200) is None
-    state = Expect(ERROR_OR_INPUT_REQUIRED, strength="UNSPEC")
-    assert state.judge("stdio", "success", result_type="input_required") is None
-    assert state.judge("stdio", "success", result_type="complete").strength == "HEURISTIC"
 
+def test_the_oracle_judges_a_catalogue_expectation_per_transport():
+    """The spec tension above, judged by the oracle on crafted exchanges: -32020 with 400 is a
+    right answer over HTTP and a wrong one over stdio."""
+    from fuzz.oracle import judge
+    from fuzz.oracle.craft import Crafter
+    from targets import wire
 
-def test_spec_tensions_accept_either_reading():
-    # DIGEST §18.3: missing protocolVersion on HTTP may be -32602 or -32020.
-    expect = MUTATIONS["meta-missing-protocol-version"].expect
-    assert expect.judge("http", "error", error_code=-32020, http_status=400) is None
-    assert expect.judge("http", "error", error_code=-32602, http_status=400) is None
-    assert expect.judge("stdio", "error", error_code=-32020) is not None
-    # Legacy methods are only judged against modern-only servers.
-    assert MUTATIONS["legacy-ping"].expect.only_if == "modern-only"
-    assert MUTATIONS["state-tampered"].expect.strength == "UNSPEC"  # MRTR-15
+    name = "meta-missing-protocol-version"
+    frame = wire.build_request(1, "tools/list")
+    del frame["params"]["_meta"][wire.META_PROTOCOL_VERSION]
+    for transport, code, wrong in (("http", -32020, False), ("http", -32602, False), ("stdio", -32020, True),
+                                   ("stdio", -32602, False)):
+        c = Crafter(transport)
+        c.spawn()
+        sent = c.send(frame)
+        c.recv(wire.build_error(1, code, "bad _meta"), **({"status": 400} if transport == "http" else {}))
+        found = judge(c.transcript, expectations={sent: MUTATIONS[name].expect.for_transport(transport)})
+        assert any(v.probe == name for v in found) is wrong, (transport, code, found)

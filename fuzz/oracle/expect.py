@@ -83,6 +83,8 @@ _ALLOWS: dict[str, _Allows] = {
     "error-or-as-valid": _Allows(error=True, silence=False, complete=True, input_required=True, check_codes=False),
     "as-valid": _Allows(error=True, silence=False, complete=True, input_required=True, check_codes=False),
     "any": _Allows(error=True, silence=True, complete=True, input_required=True, check_codes=False),
+    # a server->client frame sent to a server: the client's duty; the server is judged on survival
+    "client-rejects": _Allows(error=True, silence=True, complete=True, input_required=True, check_codes=False),
     "not-complete": _Allows(error=True, silence=True, complete=False, input_required=True),
     "result": _Allows(error=False, silence=False, complete=True, input_required=True),
     "rejected": _Allows(error=True, silence=False, complete=False, input_required=True, is_error_result=True),

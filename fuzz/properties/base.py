@@ -117,8 +117,7 @@ def expectations_of(run: Run) -> dict[int, Expectation]:
     for k, step in enumerate(run.case.steps):
         if step.expect is None or k not in run.sends:
             continue
-        exp = step.expect
-        out[run.sends[k]] = exp if isinstance(exp, Expectation) else Expectation.from_json(dict(exp))
+        out[run.sends[k]] = step.expect
     return out
 
 

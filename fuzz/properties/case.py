@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import orjson
 
+from strategies.expectation import Expectation
 from targets import frame_recipe
 
 Await = Literal["response", "none"]
@@ -82,7 +83,7 @@ class Step:
     label: str = ""
     bind: list[Binding] = field(default_factory=list)
     group: int | None = None
-    expect: Any = None
+    expect: Expectation | None = None
     mutation: str | None = None
     timeout: float | None = None
     input_schema: dict[str, Any] | None = None  # a tool's, so HTTP Mcp-Param-* headers mirror the body
@@ -106,10 +107,12 @@ class Step:
                 out["raw"] = self.raw.decode("utf-8")
             except UnicodeDecodeError:
                 out["raw_b64"] = base64.b64encode(self.raw).decode("ascii")
-        for name in ("headers", "label", "group", "expect", "mutation", "timeout", "input_schema"):
+        for name in ("headers", "label", "group", "mutation", "timeout", "input_schema"):
             value = getattr(self, name)
             if value not in (None, ""):
                 out[name] = value
+        if self.expect is not None:
+            out["expect"] = self.expect.to_json()
         if self.bind:
             out["bind"] = [b.to_json() for b in self.bind]
         if self.http_method != "POST":
@@ -131,7 +134,8 @@ class Step:
             proc=int(data.get("proc", 0)), frame=frame, raw=raw, headers=data.get("headers"),
             wait=data.get("wait", "response"), label=data.get("label", ""),
             bind=[Binding.from_json(b) for b in data.get("bind", [])], group=data.get("group"),
-            expect=data.get("expect"), mutation=data.get("mutation"), timeout=data.get("timeout"),
+            expect=Expectation.from_json(dict(data["expect"])) if data.get("expect") else None,
+            mutation=data.get("mutation"), timeout=data.get("timeout"),
             input_schema=data.get("input_schema"), http_method=str(data.get("http_method", "POST")),
         )
 

@@ -92,7 +92,7 @@ class CaseBuilder:
         frame = call.frame(self.rid() if rid is None else rid)
         return self.add(Step(
             proc=proc, frame=frame, label=label or call.method, bind=list(bind or []),
-            expect=expect.to_json() if expect is not None else None, mutation=mutation,
+            expect=expect, mutation=mutation,
             input_schema=call.input_schema, group=group,
         ))
 

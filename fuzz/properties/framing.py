@@ -14,14 +14,14 @@ real), plus a blank line on stdio, which the catalogue does not have.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
 
 from fuzz.oracle.model import Expectation
 from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Case, Step
+from fuzz.properties.case import Await, Case, Step
 from fuzz.properties.common import CaseBuilder, id_styles
 from fuzz.properties.surface import Surface, minimal_arguments, sample_value
 from targets import wire
@@ -30,23 +30,23 @@ from targets.transports import transport_named
 LONG_LIVED_METHODS = frozenset({"subscriptions/listen"})
 
 
-@dataclass(frozen=True, slots=True)
-class Malformed:
-    """One malformed frame: what goes on the wire and what the server must do with it."""
-
-    name: str
-    frame: dict[str, Any] | None
-    raw: bytes | None
-    headers: dict[str, str] | None
-    expect: Expectation
-    wait: str = "none"
-    http_method: str = "POST"
+#: How long to wait for the reply to a malformed frame with a readable id before the sentinel
+#: goes out (a server may answer it with a null id, which only the oracle can pair).
+MALFORMED_REPLY_TIMEOUT = 1.0
 
 
-def blank_line(rid: int | str) -> list[Malformed]:
+def probe_step(name: str, frame: dict[str, Any] | None, raw: bytes | None, headers: dict[str, str] | None,
+               expect: Expectation, *, wait: Await = "none", http_method: str = "POST") -> Step:
+    """One malformed frame as the step that sends it: the mutation's name, its bytes and the
+    reaction it must get (the catalogue's own Expectation, resolved for the transport)."""
+    return Step(proc=0, frame=frame, raw=raw, headers=headers, wait=wait, label=name, expect=expect,
+                mutation=name, timeout=MALFORMED_REPLY_TIMEOUT, http_method=http_method)
+
+
+def blank_line(rid: int | str) -> list[Step]:
     """A line that is only its terminator: nothing to answer, nothing to die of (STDIO-02)."""
-    return [Malformed("blank-line", None, b"\n", None,
-                      Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))]
+    return [probe_step("blank-line", None, b"\n", None,
+                       Expectation("error-or-ignore", "STDIO-02", mutation="blank-line"))]
 
 
 #: HTTP methods other than POST on the endpoint itself (DIGEST 7.4: SHOULD get 405, SL-11).
@@ -61,7 +61,7 @@ EXTRAS: dict[str, tuple[str, str]] = {"blank-line": ("STDIO-02", "stdio"), "http
 PARAM_PROBES = ("hdr-param-missing", "hdr-param-mismatch")
 
 
-def param_header_frames(name: str, surface: Surface) -> list[Malformed] | None:
+def param_header_frames(name: str, surface: Surface) -> list[Step] | None:
     """The HDR-08 probe `name` for the first callable tool with an `x-mcp-header` argument, or
     None when the target lists none (then the probe cannot apply)."""
     for tool in surface.tools:
@@ -90,7 +90,7 @@ def param_header_frames(name: str, surface: Surface) -> list[Malformed] | None:
             headers[wire_name] = wire.encode_header_value(_other_value(target[path[-1]]))
         expect = Expectation("error", "HDR-08", codes=frozenset({wire.HEADER_MISMATCH}), statuses=frozenset({400}),
                              mutation=name)
-        return [Malformed(name, frame, wire.dumps(frame), headers, expect, wait="response")]
+        return [probe_step(name, frame, wire.dumps(frame), headers, expect, wait="response")]
     return None
 
 
@@ -103,13 +103,13 @@ def _other_value(value: Any) -> str:
     return f"{value}-not-this"
 
 
-def endpoint_method(name: str) -> list[Malformed]:
+def endpoint_method(name: str) -> list[Step]:
     """A GET or DELETE on the endpoint, no body: judged by SL-11 (405), then the sentinel."""
-    return [Malformed(name, None, b"", None, Expectation("any", "SL-11", mutation=name),
-                      http_method=ENDPOINT_METHODS[name])]
+    return [probe_step(name, None, b"", None, Expectation("any", "SL-11", mutation=name),
+                       http_method=ENDPOINT_METHODS[name])]
 
 
-_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...], bool], st.SearchStrategy[list[Malformed]]] = {}
+_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...], bool], st.SearchStrategy[list[Step]]] = {}
 #: Malformed frames that need a live server's state; the mrtr property plays those for real.
 _SKIP_LEVELS = frozenset({"retry"})
 
@@ -132,7 +132,7 @@ def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
 
 
 def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool = False,
-                     ) -> st.SearchStrategy[list[Malformed]]:
+                     ) -> st.SearchStrategy[list[Step]]:
     """One malformed transmission (one or more frames) from the strategies' catalogue, or an extra."""
     key = (transport, tuple(patterns), dual)
     cached = _CATALOGUE_CACHE.get(key)
@@ -141,7 +141,7 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
     from strategies import malformed as catalogue
 
     names = select_mutations(transport, patterns)
-    options: list[st.SearchStrategy[list[Malformed]]] = []
+    options: list[st.SearchStrategy[list[Step]]] = []
     listed = [n for n in names if n not in EXTRAS]
     if listed:
         # A listen request (however malformed around the edges) opens a stream that answers only
@@ -158,10 +158,10 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
     return strategy
 
 
-_PROBE_CACHE: dict[tuple[str, bool], dict[str, list[Malformed] | None]] = {}
+_PROBE_CACHE: dict[tuple[str, bool], dict[str, list[Step] | None]] = {}
 
 
-def probe_frames(name: str, transport: str, dual: bool = False) -> list[Malformed] | None:
+def probe_frames(name: str, transport: str, dual: bool = False) -> list[Step] | None:
     """The frames the coverage phase sends for mutation `name`: the same ones in every campaign
     (drawn with a fixed seed), or None when the mutation makes only long-lived listen frames.
     All of a transport's probes are drawn as one example: one Hypothesis run, not one per name."""
@@ -173,7 +173,7 @@ def probe_frames(name: str, transport: str, dual: bool = False) -> list[Malforme
         names = [n for n in mutation_names(transport) if n not in EXTRAS]
         one = [catalogue.malformed_case(n).filter(lambda c: c.method not in LONG_LIVED_METHODS) for n in names]
         drawn = draw_examples(st.tuples(*one), 1, seed=0)
-        frames: dict[str, list[Malformed] | None] = {"blank-line": blank_line(1),
+        frames: dict[str, list[Step] | None] = {"blank-line": blank_line(1),
                                                      **{n: endpoint_method(n) for n in ENDPOINT_METHODS}}
         for n, case in zip(names, drawn[0] if drawn else [None] * len(names), strict=True):
             frames[n] = _from_catalogue(case, transport, dual) if case is not None else None
@@ -181,28 +181,24 @@ def probe_frames(name: str, transport: str, dual: bool = False) -> list[Malforme
     return _PROBE_CACHE[key].get(name)
 
 
-def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Malformed]:
-    """A `strategies.malformed.MalformedCase` as the frames to send, the first carrying the expectation."""
-    expect = Expectation.from_case(case, transport, dual=dual)  # dual: modern-only ones judge survival
-    out: list[Malformed] = []
+def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Step]:
+    """A `strategies.malformed.MalformedCase` as the steps that send it, the first carrying its
+    expectation (what a dual-era server may do instead is the oracle's one policy, not decided here)."""
+    expect = case.expect.for_transport(transport)
+    out: list[Step] = []
     for i, line in enumerate(case.lines):
         frame = case.frames[i] if case.frames is not None else None
         raw = line + case.terminator if transport_named(transport).line_framed else line
         headers = dict(case.http_headers[i]) if transport_named(transport).http_semantics and case.http_headers else None
         readable = isinstance(frame, dict) and "method" in frame and _plain_id(frame.get("id"))
-        out.append(Malformed(case.mutation, frame if readable else None, raw, headers,
-                             expect if i == 0 else Expectation("any", case.rule, mutation=case.mutation),
-                             wait="response" if readable else "none"))
+        out.append(probe_step(case.mutation, frame if readable else None, raw, headers,
+                              expect if i == 0 else Expectation("any", case.rule, mutation=case.mutation),
+                              wait="response" if readable else "none"))
     return out
 
 
 def _plain_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-#: How long to wait for the reply to a malformed frame with a readable id before the sentinel
-#: goes out (a server may answer it with a null id, which only the oracle can pair).
-MALFORMED_REPLY_TIMEOUT = 1.0
 
 
 class FramingProperty(Property):
@@ -257,14 +253,12 @@ class FramingProperty(Property):
             return f"no mutation named by --mutations applies over {ctx.transport}"
         return base
 
-    def _build(self, id_style: str, items: list[list[Malformed]]) -> Case:
+    def _build(self, id_style: str, items: list[list[Step]]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style, first_id=1_000_001)
         for group_no, frames in enumerate(items):
             group = group_no if len(frames) > 1 else None  # a pair goes out together (in flight at once)
-            for m in frames:
-                b.add(Step(proc=0, frame=m.frame, raw=m.raw, headers=m.headers, wait=m.wait,  # type: ignore[arg-type]
-                           label=m.name, expect=m.expect.to_json(), mutation=m.name, group=group,
-                           timeout=MALFORMED_REPLY_TIMEOUT, http_method=m.http_method))
+            for step in frames:
+                b.add(replace(step, group=group, bind=list(step.bind)))
             b.sentinel(0)
         return b.build(warm=[0])
 

@@ -76,7 +76,7 @@ class IdsProperty(Property):
             # JSON-RPC 2.0 answers an invalid request with -32600; DIGEST restates the format, not the
             # duty to answer: silence is a SHOULD deviation, serving the frame a MUST (RPC-03/04).
             exp = Expectation("error-or-refusal", rule, strength="SHOULD", served_strength="MUST", mutation=kind)
-            b.add(Step(proc=0, frame=frame, wait="none", label=kind, expect=exp.to_json(), mutation=kind))
+            b.add(Step(proc=0, frame=frame, wait="none", label=kind, expect=exp, mutation=kind))
         else:
             methods, texts = scenario[1], scenario[2]
             shared = b.rid()

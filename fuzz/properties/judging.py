@@ -62,8 +62,8 @@ def primary(violations: Sequence[Violation], run: Run | None = None) -> Violatio
     probed: set[str] = set()
     if run is not None:
         for step in run.case.steps:
-            if isinstance(step.expect, dict) and isinstance(step.expect.get("rule"), str):
-                probed.add(step.expect["rule"])
+            if step.expect is not None:
+                probed.add(step.expect.rule)
     own = run.own if run is not None else set()
 
     def rank(i: int) -> tuple[int, int, int, int]:
@@ -87,7 +87,7 @@ def locate(run: Run, v: Violation) -> tuple[str | None, str | None]:
         s = run.case.steps[step]
         # A mutation explains a violation of the rule it probes, or of the property's own
         # check; an unrelated rule broken on the same frame belongs to no mutation.
-        probed = s.expect.get("rule") if isinstance(s.expect, dict) else getattr(s.expect, "rule", None)
+        probed = s.expect.rule if s.expect is not None else None
         if s.mutation is not None and (v in run.own or probed in (v.rule, v.probe_rule)):
             mutation = s.mutation
         if method is None:
@@ -121,7 +121,7 @@ def _probing_step(run: Run, v: Violation) -> int | None:
     limit = v.event_index if v.event_index is not None else len(run.transcript.events)
     best: int | None = None
     for k, step in enumerate(run.case.steps):
-        probed = step.expect.get("rule") if isinstance(step.expect, dict) else None
+        probed = step.expect.rule if step.expect is not None else None
         idx = run.sends.get(k)
         matches = probed == v.probe_rule and step.mutation == v.probe if v.probe_rule else probed == v.rule
         if matches and idx is not None and idx <= limit:

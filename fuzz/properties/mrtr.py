@@ -20,7 +20,7 @@ when the surface was learned), then continues in one of these ways, and ends wit
   state-missing   retry with the answers but without the requestState it was given (state-missing)
   wrong-key       answers keyed by names the server did not ask (responses-wrong-key)
                   These three are judged by their catalogue row's own expectation (the row's
-                  `Expect`, as the framing property judges its rows): an error or a fresh
+                  `Expectation`, as the framing property judges its rows): an error or a fresh
                   input_required, never a complete result served on that state or those answers.
   undeclared      the same call again from a client that declared none of the capabilities its
                   questions need: -32021 (META-05), or an answer that asks nothing of those kinds;
@@ -35,7 +35,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Expectation, Violation
+from fuzz.oracle.model import Violation
 from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Binding, Case, _b64_json
 from fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
@@ -152,7 +152,7 @@ class MrtrProperty(Property):
         elif scenario in ROW_JUDGED:
             name = PROBES[scenario][0]
             row = catalogue.get_mutation(name)
-            expect = Expectation.from_expect(row.expect, row.rule, transport, mutation=name)
+            expect = row.expect.for_transport(transport)
             binds = {"forged": [state(begin, "forge", knob), answers(begin)], "state-missing": [answers(begin)],
                      "wrong-key": [state(begin), answers(begin, "wrong-key")]}[scenario]
             params["retry"] = b.call(0, first, label=name, mutation=name, expect=expect, bind=binds)
