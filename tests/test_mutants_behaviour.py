@@ -297,6 +297,17 @@ def listen_id_as_string(db: Path, bugs: tuple[str, ...]) -> bool:
         return ack["params"]["_meta"][wire.META_SUBSCRIPTION_ID] == "7"
 
 
+def listen_end_id_as_string(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        s.send(req(8, "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["calendar://week"]}}))
+        s.recv(5.0)  # the acknowledgement
+        assert s.proc.stdin
+        s.proc.stdin.close()  # shutdown with the listen open: the closing result (SUB-08)
+        line = s.read_line(5.0)
+        end = orjson.loads(line) if line else {}
+        return end.get("id") == 8 and end["result"]["_meta"][wire.META_SUBSCRIPTION_ID] == "8"
+
+
 def slow_leak(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.call(req(0, "server/discover"))
@@ -343,6 +354,7 @@ CHECKS: dict[str, Check] = {
     "param-header-unchecked": param_header_unchecked,
     "cancel-echo": cancel_echo,
     "listen-id-as-string": listen_id_as_string,
+    "listen-end-id-as-string": listen_end_id_as_string,
     "slow-leak": slow_leak,
 }
 

@@ -53,6 +53,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "param-header-unchecked": ("http", "framing", 20, "hdr-param-*"),
     "cancel-echo": ("stdio", "valid", 20, ""),
     "listen-id-as-string": ("stdio", "valid", 20, ""),
+    "listen-end-id-as-string": ("stdio", "valid", 20, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

@@ -1386,6 +1386,54 @@ def _(broken: bool) -> Crafter:
     return c
 
 
+def _listen_end(sub: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 4, "result": {"resultType": "complete", "_meta": {wire.META_SUBSCRIPTION_ID: sub}}}
+
+
+@case("SUB-08", "stdin closed with a listen open: the closing result names the id as text (stdio)")
+def _(broken: bool) -> Crafter:
+    c = stdio()
+    c.send(_listen(4, resourceSubscriptions=["calendar://week"]))
+    c.recv(_ack(4, {"resourceSubscriptions": ["calendar://week"]}))
+    c.recv(_listen_end("4" if broken else 4))
+    c.exit()
+    return c
+
+
+@case("SUB-08", "the closing result names the subscription by the id's text (HTTP)")
+def _(broken: bool) -> Crafter:
+    c = http()
+    s = c.send(_listen(4, resourceSubscriptions=["calendar://week"]))
+    c.recv(_ack(4), ref=s, headers=SSE)
+    c.recv(_listen_end("4" if broken else 4), ref=s, headers=SSE)
+    return c
+
+
+def test_sub_08_accepts_either_signal_and_only_suspects_silence() -> None:
+    """The server's notifications/cancelled for the listen is the other accepted end (SUB-08); no
+    signal at all when the harness closed stdin is a HEURISTIC (SUB-09: the client closed the
+    transport); a listen the harness cancelled itself, or that was still open when the transcript
+    ends without an exit, is not judged."""
+    def shut(signal: Any) -> list[Violation]:
+        c = stdio()
+        c.send(_listen(4, toolsListChanged=True))
+        c.recv(_ack(4))
+        if signal is not None:
+            c.recv(signal)
+        c.exit()
+        return [v for v in judge(c.transcript) if v.rule == "SUB-08"]
+
+    assert shut(wire.build_notification("notifications/cancelled", {"requestId": 4})) == []
+    assert [v.strength for v in shut(None)] == ["HEURISTIC"]
+    assert shut(_listen_end(4)) == []
+    c = stdio()
+    c.send(_listen(4, toolsListChanged=True))
+    c.recv(_ack(4))
+    c.send(_cancel(4))
+    c.exit()
+    assert [v for v in judge(c.transcript) if v.rule == "SUB-08"] == []
+
+
 # --- the tests -------------------------------------------------------------------------------------
 
 ALL = [pytest.param(rule_id, name, broken, fixed, id=f"{rule_id}: {name}")

@@ -8,6 +8,14 @@ SUB-03  MUST      the first message of the subscription is
 SUB-04  MUST      every notification of the stream carries `_meta.subscriptionId` equal to the
                   listen request's id, type included (1 is not "1").
 SUB-05  MUST NOT  request-scoped notifications (progress, log messages) on a listen stream.
+SUB-08  MUST      a listen stream the server ends with a result names the subscription in it:
+                  `_meta.subscriptionId` is the listen id, type included (that the result is a
+                  complete SubscriptionsListenResult with that member at all is the schema's,
+                  RT-06, reported once there). That it signals the end at all is a SHOULD (or a MUST,
+                  by the cancellation page: DIGEST accepts either signal); when the harness shut
+                  the server down (closed its stdin) with a listen open and neither signal came,
+                  that is only a HEURISTIC: closing stdin is also the client closing the transport,
+                  which SUB-09 calls an abrupt end that needs no reply.
 
 Which notifications belong to a listen stream: over HTTP the listen POST's own SSE stream
 (`Pair.stream`, the one pairing structure). Over stdio the ones written on that process after
@@ -166,4 +174,49 @@ def sub_02(x: Exchange) -> list[Violation]:
             if bad:
                 out.append(Violation("SUB-02", "MUST", "a notification type the client did not request", bad,
                                      LISTEN, i))
+    return out
+
+
+def _cancelled_by_server(x: Exchange, listen: Pair) -> bool:
+    """The other signal SUB-08 accepts: the server's own notifications/cancelled naming the listen."""
+    for i, said in x.said.items():
+        if said.kind == "notification" and x.events[i].proc == listen.proc and i > listen.index \
+                and said.message.get("method") == "notifications/cancelled":
+            params = said.message.get("params") if isinstance(said.message.get("params"), dict) else {}
+            if same_id_value(params.get("requestId"), listen.sent.id):
+                return True
+    return False
+
+
+def _shut_down_by_harness(x: Exchange, listen: Pair) -> int | None:
+    """The exit event of the listen's process when it ended because the harness closed its stdin."""
+    for i in range(listen.index + 1, len(x.events)):
+        event = x.events[i]
+        if event.proc == listen.proc and event.kind == "exit":
+            return i if event.note.startswith("exited after stdin was closed") else None
+    return None
+
+
+@rule("SUB-08", "MUST", "a listen stream ends with a result naming its subscription (type kept), or the "
+      "server's notifications/cancelled", scope="transcript")
+def sub_08(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for listen in _listens(x):
+        want = listen.sent.id
+        results = [(i, said) for i, said in x.answers(listen) if said.kind == "result"]
+        for i, said in results:
+            result = said.result if isinstance(said.result, dict) else {}
+            meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+            got = meta.get(wire.META_SUBSCRIPTION_ID, _NONE)
+            if got is not _NONE and not same_id_value(got, want):
+                out.append(Violation("SUB-08", "MUST", "a listen stream ended with a result naming another subscription",
+                                     f"_meta.subscriptionId {describe(got)}, the listen request's id is {describe(want)}",
+                                     LISTEN, i))
+        if results or listen.responses or x.transport.pairs_by_request or _cancel_index(x, listen) is not None:
+            continue
+        ended = _shut_down_by_harness(x, listen)
+        if ended is not None and not _cancelled_by_server(x, listen):
+            out.append(Violation("SUB-08", "HEURISTIC", "a listen stream ended with the server and no signal",
+                                 "stdin was closed with the listen open; no SubscriptionsListenResult and no "
+                                 "notifications/cancelled for it came before the exit", LISTEN, ended))
     return out

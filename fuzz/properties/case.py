@@ -25,7 +25,8 @@ import orjson
 from strategies.expectation import Expectation
 from targets import frame_recipe
 
-Await = Literal["response", "none"]
+# "exit": no frame; close the process's stdin (a stdio shutdown) and record what it says until it exits
+Await = Literal["response", "none", "exit"]
 Path = tuple[str | int, ...]
 
 
@@ -73,6 +74,8 @@ class Step:
     `group` puts consecutive steps with the same group in flight at once.
     `expect` is what the oracle should expect of the server's reaction to this frame, as the
     strategy that made a malformed frame described it; None for a valid frame.
+    `wait="exit"` sends nothing: it shuts a stdio process down (its stdin closed, what it still
+    writes recorded, its exit too); later steps to that process are skipped.
     """
 
     proc: int

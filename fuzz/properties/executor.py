@@ -185,6 +185,9 @@ def _play_batch(
         if step.proc in run.stalled:
             run.skipped[k] = "the process had stopped answering"
             continue
+        if step.wait == "exit":
+            _shut_down(run, k, conns, endpoint, reuse=reuse, on_conn=on_conn)
+            continue
         try:
             frame = build_frame(step, {**run.responses, RUN_SOURCE: run.run_values})
         except BindingError as exc:
@@ -223,6 +226,20 @@ def _play_batch(
                 break
     if not endpoint.is_alive(conn):
         run.dead.add(steps[ready[0][0]].proc)
+
+
+def _shut_down(run: Run, k: int, conns: dict[int, Connection], endpoint: Endpoint, *, reuse: bool,
+               on_conn: Callable[[Connection], None] | None) -> None:
+    """Step `k` ends its process as a client ends a stdio server (STDIO-10: stdin closed), with
+    what the server writes on the way out (a listen's closing result, SUB-08) and its exit in
+    this case's transcript."""
+    step = run.case.steps[k]
+    conn = _connection(run, step.proc, conns, endpoint, reuse=reuse, on_conn=on_conn)
+    if not conn.transport.line_framed or getattr(conn, "shared", False):
+        run.skipped[k] = "only a stdio process of this case's own is shut down by closing its stdin"
+        return
+    conn.close()
+    run.dead.add(step.proc)
 
 
 def settle_before(conn: Connection, payload: Any) -> None:

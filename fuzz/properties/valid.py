@@ -80,9 +80,11 @@ class Cancel:
 @dataclass(frozen=True, slots=True)
 class Listen:
     """Open `subscriptions/listen` with `notifications` as filter, let the acknowledgement come
-    (a server/discover answered after it), then cancel it as a stdio client does (SUB-07)."""
+    (a server/discover answered after it), then cancel it as a stdio client does (SUB-07), or
+    (`shutdown`) close the server's stdin with the listen open and read how it ends (SUB-08)."""
 
     notifications: dict[str, Any]
+    shutdown: bool = False
 
 
 def listen_filter(surface: Surface) -> dict[str, Any]:
@@ -92,13 +94,14 @@ def listen_filter(surface: Surface) -> dict[str, Any]:
 
 
 LISTEN_PROBE = ("listen-then-cancel", "SUB-03")
+SHUTDOWN_PROBE = ("listen-then-shutdown", "SUB-08")
 
 
 class ValidProperty(Property):
     name = "valid"
     title = "every valid frame is answered as the spec says"
     fresh_per_example = 0
-    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES) + 1
+    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES) + 2
 
     def coverage(self, ctx: Context) -> list[Probe]:
         """Each notification probe once: the same call with and without a progressToken (of
@@ -123,6 +126,12 @@ class ValidProperty(Property):
         else:
             listen = Listen(listen_filter(ctx.surface))
             probes.append(Probe(name, rule, self._build("int", [listen]), parts=listen))
+        name, rule = SHUTDOWN_PROBE
+        if not transport_named(ctx.transport).line_framed:
+            probes.append(Probe(name, rule, None, "an HTTP server is not shut down by the client"))
+        else:
+            listen = Listen(listen_filter(ctx.surface), shutdown=True)
+            probes.append(Probe(name, rule, self._build("int", [listen]), parts=listen))
         return probes
 
     def combine(self, probes: list[Probe]) -> Case:
@@ -134,6 +143,9 @@ class ValidProperty(Property):
 
     def _build(self, id_style: str, items: list[Any]) -> Case:
         b = CaseBuilder(self.name, id_style=id_style)
+        # A shutdown ends the process: it goes last, and nothing (no sentinel) follows it.
+        shutdown = [item for item in items if isinstance(item, Listen) and item.shutdown]
+        items = [item for item in items if item not in shutdown] + shutdown[:1]
         for item in items:
             if isinstance(item, Listen):
                 rid = b.rid()
@@ -141,8 +153,11 @@ class ValidProperty(Property):
                                                             {"notifications": dict(item.notifications)}),
                            wait="none", label="listen"))
                 b.call(0, Call("server/discover"), label="while listening")
-                b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
-                    "requestId": rid, "reason": "gauntlet listen probe"}), wait="none", label="end listen"))
+                if item.shutdown:
+                    b.add(Step(proc=0, wait="exit", label="shutdown"))
+                else:
+                    b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
+                        "requestId": rid, "reason": "gauntlet listen probe"}), wait="none", label="end listen"))
             elif isinstance(item, Cancel):
                 rid: Any = UNKNOWN_REQUEST_ID
                 if item.call is not None:
@@ -159,6 +174,8 @@ class ValidProperty(Property):
                 b.add(Step(proc=0, frame=frame, label=str(frame.get("method"))))
             else:
                 b.add(Step(proc=0, frame=dict(item), wait="none", label=str(item.get("method"))))
+        if shutdown:
+            return b.build()
         b.sentinel(0)
         return b.build(warm=[0])
 

@@ -85,6 +85,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "a client's notifications/cancelled is acknowledged with a notifications/cancelled of the server's own"),
     Mutant("listen-id-as-string", ("SUB-04",), "any",
            "the listen acknowledgement names the subscription by the id's text (1 becomes \"1\")"),
+    Mutant("listen-end-id-as-string", ("SUB-08",), "stdio",
+           "at shutdown an open listen stream ends with a result naming the subscription by the id's text"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )

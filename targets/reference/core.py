@@ -536,7 +536,8 @@ class Core:
         sub_id = str(ctx.request_id) if "listen-id-as-string" in self.bugs else ctx.request_id
         ack = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
                             "params": {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": honoured}})
-        return Reply(notes=[ack], listen=Listen(ctx.request_id, frozenset(agreed)))
+        return Reply(notes=[ack], listen=Listen(ctx.request_id, frozenset(agreed),
+                                                end_id_as_text="listen-end-id-as-string" in self.bugs))
 
     def _subscribable(self, uri: str) -> bool:
         if uri == catalog.WEEK_URI:

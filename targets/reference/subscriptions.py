@@ -33,6 +33,7 @@ class Listen:
     request_id: Any
     uris: frozenset[str]
     send: Callable[[bytes], None] = field(default=lambda _b: None)
+    end_id_as_text: bool = False  # the listen-end-id-as-string mutant: the closing result names 1 as "1"
 
     def updated(self, uri: str) -> bytes:
         return orjson.dumps({
@@ -43,12 +44,9 @@ class Listen:
 
     def closing_result(self) -> bytes:
         """The graceful end of the stream (SUB-08): a SubscriptionsListenResult."""
-        return orjson.dumps({
-            "jsonrpc": "2.0",
-            "id": self.request_id,
-            "result": {"resultType": "complete",
-                       "_meta": {META_SUBSCRIPTION_ID: self.request_id, META_SERVER_INFO: SERVER_INFO}},
-        })
+        sub_id = str(self.request_id) if self.end_id_as_text else self.request_id
+        meta = {META_SUBSCRIPTION_ID: sub_id, META_SERVER_INFO: SERVER_INFO}
+        return orjson.dumps({"jsonrpc": "2.0", "id": self.request_id, "result": {"resultType": "complete", "_meta": meta}})
 
 
 def uris_for_calendar(calendar_id: str) -> tuple[str, ...]:
