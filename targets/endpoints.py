@@ -179,6 +179,10 @@ class _PinnedHttp(HttpConnection):
             frames, headers=headers, timeout=timeout, instances=[self.pin] * len(frames)
         )
 
+    def open_stream(self, frame: Any, *, headers: dict[str, Any] | None = None, instance: int | None = None,
+                    **kw: Any) -> Any:
+        return super().open_stream(frame, headers=headers, instance=self.pin, **kw)
+
     def alive(self) -> bool:
         return HttpConnection(Transcript(self.instance_url, HTTP), [self.instance_url]).alive()
 

@@ -25,8 +25,10 @@ import orjson
 from strategies.expectation import Expectation
 from targets import frame_recipe
 
-# "exit": no frame; close the process's stdin (a stdio shutdown) and record what it says until it exits
-Await = Literal["response", "none", "exit"]
+# "exit": no frame; close the process's stdin (a stdio shutdown) and record what it says until it exits.
+# "stream": HTTP only; POST the frame, read its SSE stream until the first message, then close the
+# stream, as an HTTP client ends a listen (SUB-07).
+Await = Literal["response", "none", "exit", "stream"]
 Path = tuple[str | int, ...]
 
 

@@ -202,7 +202,10 @@ def _play_batch(
     if not ready:
         return
     conn = _connection(run, steps[ready[0][0]].proc, conns, endpoint, reuse=reuse, on_conn=on_conn)
-    if len(ready) == 1:
+    if len(ready) == 1 and steps[ready[0][0]].wait == "stream":
+        k, payload = ready[0]
+        _stream_then_close(run, conn, k, payload, timeout=steps[k].timeout or timeout)
+    elif len(ready) == 1:
         k, payload = ready[0]
         settle_before(conn, payload)
         method = {"http_method": steps[k].http_method} if steps[k].http_method != "POST" else {}
@@ -240,6 +243,21 @@ def _shut_down(run: Run, k: int, conns: dict[int, Connection], endpoint: Endpoin
         return
     conn.close()
     run.dead.add(step.proc)
+
+
+def _stream_then_close(run: Run, conn: Connection, k: int, payload: Any, *, timeout: float) -> None:
+    """HTTP: open step `k`'s POST as a stream, wait for its first message (a listen's
+    acknowledgement), then close the stream: how an HTTP client ends it (SUB-07, CAN-02)."""
+    open_stream = getattr(conn, "open_stream", None)
+    if not conn.transport.pairs_by_request or open_stream is None:
+        run.skipped[k] = "a stream is opened and closed by the harness only over HTTP"
+        return
+    stream = open_stream(payload, headers=_headers_for(run.case.steps[k], run.frames.get(k)))
+    run.sends[k] = stream.send_index
+    try:
+        stream.wait_for(lambda e: e.kind == "recv", timeout)
+    finally:
+        stream.close()
 
 
 def settle_before(conn: Connection, payload: Any) -> None:

@@ -85,6 +85,7 @@ class Listen:
 
     notifications: dict[str, Any]
     shutdown: bool = False
+    stream: bool = False  # over HTTP: the listen's SSE stream, closed by the harness after its first message
 
 
 def listen_filter(surface: Surface) -> dict[str, Any]:
@@ -120,12 +121,8 @@ class ValidProperty(Property):
                                  input_schema=base.input_schema, progress="str") if in_flight else None)
             probes.append(Probe(name, rule, self._build("int", [cancel]), parts=cancel))
         name, rule = LISTEN_PROBE
-        if not transport_named(ctx.transport).line_framed:
-            probes.append(Probe(name, rule, None, "an HTTP listen stream must be closed by the harness, "
-                                                  "which the case format cannot say yet"))
-        else:
-            listen = Listen(listen_filter(ctx.surface))
-            probes.append(Probe(name, rule, self._build("int", [listen]), parts=listen))
+        listen = Listen(listen_filter(ctx.surface), stream=not transport_named(ctx.transport).line_framed)
+        probes.append(Probe(name, rule, self._build("int", [listen]), parts=listen))
         name, rule = SHUTDOWN_PROBE
         if not transport_named(ctx.transport).line_framed:
             probes.append(Probe(name, rule, None, "an HTTP server is not shut down by the client"))
@@ -147,7 +144,13 @@ class ValidProperty(Property):
         shutdown = [item for item in items if isinstance(item, Listen) and item.shutdown]
         items = [item for item in items if item not in shutdown] + shutdown[:1]
         for item in items:
-            if isinstance(item, Listen):
+            if isinstance(item, Listen) and item.stream:
+                # Over HTTP the listen's own SSE stream: read until the acknowledgement, then
+                # closed by the harness, which is how an HTTP client ends it (SUB-07).
+                b.add(Step(proc=0, frame=wire.build_request(b.rid(), "subscriptions/listen",
+                                                            {"notifications": dict(item.notifications)}),
+                           wait="stream", label="listen (stream closed after its first message)"))
+            elif isinstance(item, Listen):
                 rid = b.rid()
                 b.add(Step(proc=0, frame=wire.build_request(rid, "subscriptions/listen",
                                                             {"notifications": dict(item.notifications)}),

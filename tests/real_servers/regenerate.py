@@ -128,6 +128,10 @@ WHY: dict[tuple[str, str, str | None], str] = {
     ("MRTR-14", "SHOULD", None):
         "a requestState minted for one request completes a request with other arguments: the state is "
         "not bound to its originating request (MRTR-14 SHOULD)",
+    ("SUB-08", "HEURISTIC", None):
+        "with a listen stream open, stdin closed: the process exits without a SubscriptionsListenResult "
+        "or a notifications/cancelled for it; SUB-08 asks for one at a shutdown, SUB-09 calls a closed "
+        "transport an abrupt end, so an observation",
 }
 
 
