@@ -109,7 +109,7 @@ def endpoint_method(name: str) -> list[Step]:
                        http_method=ENDPOINT_METHODS[name])]
 
 
-_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...], bool], st.SearchStrategy[list[Step]]] = {}
+_CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...]], st.SearchStrategy[list[Step]]] = {}
 #: Malformed frames that need a live server's state; the mrtr property plays those for real.
 _SKIP_LEVELS = frozenset({"retry"})
 
@@ -131,10 +131,10 @@ def select_mutations(transport: str, patterns: tuple[str, ...]) -> list[str]:
     return [n for n in names if any(fnmatch.fnmatchcase(n, pat) for pat in patterns)]
 
 
-def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool = False,
+def malformed_frames(transport: str, patterns: tuple[str, ...] = (),
                      ) -> st.SearchStrategy[list[Step]]:
     """One malformed transmission (one or more frames) from the strategies' catalogue, or an extra."""
-    key = (transport, tuple(patterns), dual)
+    key = (transport, tuple(patterns))
     cached = _CATALOGUE_CACHE.get(key)
     if cached is not None:
         return cached
@@ -147,7 +147,7 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
         # A listen request (however malformed around the edges) opens a stream that answers only
         # when cancelled; one per warm process would leak notifications into later examples.
         options.append(catalogue.any_malformed_case(transport=transport, names=listed).filter(
-            lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport, dual)))
+            lambda c: c.method not in LONG_LIVED_METHODS).map(lambda c: _from_catalogue(c, transport)))
     if "blank-line" in names:
         options.append(st.builds(blank_line, st.integers(1, 10_000)))
     verbs = [n for n in names if n in ENDPOINT_METHODS]
@@ -158,14 +158,14 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (), dual: bool 
     return strategy
 
 
-_PROBE_CACHE: dict[tuple[str, bool], dict[str, list[Step] | None]] = {}
+_PROBE_CACHE: dict[str, dict[str, list[Step] | None]] = {}
 
 
-def probe_frames(name: str, transport: str, dual: bool = False) -> list[Step] | None:
+def probe_frames(name: str, transport: str) -> list[Step] | None:
     """The frames the coverage phase sends for mutation `name`: the same ones in every campaign
     (drawn with a fixed seed), or None when the mutation makes only long-lived listen frames.
     All of a transport's probes are drawn as one example: one Hypothesis run, not one per name."""
-    key = (transport, dual)
+    key = transport
     if key not in _PROBE_CACHE:
         from strategies import malformed as catalogue
         from strategies.sampling import draw_examples
@@ -176,12 +176,12 @@ def probe_frames(name: str, transport: str, dual: bool = False) -> list[Step] | 
         frames: dict[str, list[Step] | None] = {"blank-line": blank_line(1),
                                                      **{n: endpoint_method(n) for n in ENDPOINT_METHODS}}
         for n, case in zip(names, drawn[0] if drawn else [None] * len(names), strict=True):
-            frames[n] = _from_catalogue(case, transport, dual) if case is not None else None
+            frames[n] = _from_catalogue(case, transport) if case is not None else None
         _PROBE_CACHE[key] = frames
     return _PROBE_CACHE[key].get(name)
 
 
-def _from_catalogue(case: Any, transport: str, dual: bool = False) -> list[Step]:
+def _from_catalogue(case: Any, transport: str) -> list[Step]:
     """A `strategies.malformed.MalformedCase` as the steps that send it, the first carrying its
     expectation (what a dual-era server may do instead is the oracle's one policy, not decided here)."""
     expect = case.expect.for_transport(transport)
@@ -212,7 +212,7 @@ class FramingProperty(Property):
         return self._build("int", [p.parts for p in probes])
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
-        frames = malformed_frames(ctx.transport, ctx.mutations, ctx.dual)
+        frames = malformed_frames(ctx.transport, ctx.mutations)
         chosen = set(select_mutations(ctx.transport, ctx.mutations))
         params = [f for f in (param_header_frames(n, ctx.surface) for n in PARAM_PROBES if n in chosen) if f]
         if params:  # the HDR-08 probes come from the target's own tools: one draw in twenty
@@ -241,7 +241,7 @@ class FramingProperty(Property):
                                     "" if frames else "no callable tool declares an x-mcp-header argument",
                                     parts=frames))
             else:
-                frames = probe_frames(name, ctx.transport, ctx.dual)
+                frames = probe_frames(name, ctx.transport)
                 probes.append(Probe(name, rule, self._build("int", [frames]) if frames else None,
                                     "" if frames else "every frame it makes opens a long-lived listen stream",
                                     parts=frames))
