@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
+from fuzz.oracle.exchange import Exchange, Pair, build_exchange, dual_era_excuses
 from fuzz.oracle.facts import describe
 from fuzz.oracle.framing import in_flight_groups
 from fuzz.oracle.http import header_defects
@@ -296,3 +296,17 @@ def _death_without_sentinel(x: Exchange, pair: Pair) -> str | None:
         if x.events[j].kind == "send" and x.events[j].proc == pair.proc and j not in x.expectations:
             return None  # something else was sent first: the death is not clearly this probe's
     return f"the server exited by itself (status {died.status})"
+
+
+def reply_still_owed(transcript: Any, expectations: dict[int, Expectation]) -> bool:
+    """Whether a probe frame whose expectation does not allow silence has no reply yet. A server
+    that serves frames concurrently may answer the sentinel before a slower probe frame, so the
+    executor reads on a little before it calls such a frame unanswered (then the oracle judges)."""
+    x = build_exchange(transcript, expectations=expectations)
+    for index, exp in expectations.items():
+        pair = x.pair_at.get(index)
+        allows = _ALLOWS.get(exp.kind)
+        if pair is not None and allows is not None and not allows.silence and not pair.responses \
+                and not pair.maybe_answered:
+            return True
+    return False

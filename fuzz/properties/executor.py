@@ -10,12 +10,14 @@ example ran. A replay marks nothing warm, so every process it uses is fresh.
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.oracle.exchange import TRAILER_WINDOW
+from fuzz.oracle.exchange import LEGACY_OPENERS, TRAILER_WINDOW
+from fuzz.oracle.expect import reply_still_owed
 from fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
 from targets import wire
 from targets.connection import Connection, same_id
@@ -138,15 +140,55 @@ def execute(
             _play_batch(run, steps, range(i, j), conns, endpoint, reuse=reuse, timeout=timeout, on_conn=on_conn)
             i = j
         clean = True
+        _await_owed_replies(run, conns)
     finally:
         for proc, conn in conns.items():
-            keep = clean and reuse and proc in case.warm
+            keep = clean and reuse and proc in case.warm and not _opened_legacy(run, proc)
             try:
                 endpoint.retire(conn, reusable=keep)
             except Exception:  # noqa: BLE001 - retiring must not hide the real outcome
                 with contextlib.suppress(Exception):
                     conn.close()
     return run
+
+
+#: How long a case reads on, at most, for a reply a probe frame is still owed (a concurrent server
+#: may answer the sentinel first); a server that never sends it costs this much per example.
+LATE_REPLY_LIMIT = 0.5
+_LATE_REPLY_POLL = 0.05
+
+
+def _await_owed_replies(run: Run, conns: dict[int, Connection]) -> None:
+    """Before a stdio case ends: if a probe frame still has no reply it must get, read on a little,
+    so a reply that is merely later than the sentinel's is in the transcript, not called missing."""
+    expectations = {run.sends[k]: step.expect for k, step in enumerate(run.case.steps)
+                    if step.expect is not None and k in run.sends}
+    lines = [c for c in conns.values() if c.transport.line_framed]
+    if not expectations or not lines:
+        return
+    deadline = time.monotonic() + LATE_REPLY_LIMIT
+    while reply_still_owed(run.transcript, expectations) and time.monotonic() < deadline:
+        live = [c for c in lines if c.alive()]
+        if not live:
+            return
+        for conn in live:
+            conn.drain(quiet=_LATE_REPLY_POLL, timeout=_LATE_REPLY_POLL)
+
+
+def _opened_legacy(run: Run, proc: int) -> bool:
+    """Whether the case sent this process a 2025-era handshake (initialize): a dual-era server may
+    scope the process to that era from then on (VER-05), so it must not serve later examples,
+    whose transcripts would not show why it answers by 2025 rules."""
+    for k, step in enumerate(run.case.steps):
+        if step.proc != proc or k not in run.sends:
+            continue
+        frame = run.frames.get(k)
+        method = frame.get("method") if isinstance(frame, dict) else None
+        if isinstance(method, str) and method in LEGACY_OPENERS:  # a mutated method may be a list
+            return True
+        if step.raw is not None and any(f'"{m}"'.encode() in step.raw for m in LEGACY_OPENERS):
+            return True
+    return False
 
 
 def _connection(
