@@ -200,3 +200,16 @@ def test_import_is_light_and_gevent_safe() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "", f"importing/using the oracle pulled in {out.stdout.strip()}"
+
+
+def test_a_dual_era_server_that_reads_a_versionless_frame_as_legacy_is_not_called_dead() -> None:
+    """Seen on the TypeScript SDK: a fresh process whose first frame is a notification without a
+    protocolVersion answers the sentinel server/discover with -32601, as a 2025-era process does.
+    Dual-era: that is the legacy reading (VER-05), no liveness finding. Modern-only: it stands."""
+    c2 = Crafter("stdio")
+    c2.spawn()
+    s = c2.send(wire.build_notification("notifications/x-0", {"requestId": ""}))
+    c2.exchange(wire.build_request(1000001, "server/discover"), wire.build_error(1000001, wire.METHOD_NOT_FOUND, "nf"))
+    exp = {s: Expectation("no-reply", "RPC-10", mutation="unknown-notification", eras=BOTH_ERAS)}
+    assert [v for v in judge(c2.transcript, expectations=exp, dual=True) if v.probe] == []
+    assert [v.strength for v in judge(c2.transcript, expectations=exp) if v.probe] == ["HEURISTIC"]

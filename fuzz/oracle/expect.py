@@ -275,8 +275,14 @@ def expect_liveness(x: Exchange) -> list[Violation]:
             continue
         window.setdefault(sentinel.index, []).append((pair, exp))
     for sentinel_index, probes in window.items():
-        why = _sentinel_failure(x, x.pair_at[sentinel_index])
+        sentinel = x.pair_at[sentinel_index]
+        why = _sentinel_failure(x, sentinel)
         if why is None:
+            continue
+        if dual_era_excuses(x, sentinel) is not None and any(s.kind == "error" for _, s in x.answers(sentinel)):
+            # A dual-era server that took an earlier frame of the process as 2025-era (one without a
+            # protocolVersion, say) answers server/discover as the unknown method it is there: an
+            # answer by that era's rules, not a server that did not survive (VER-05).
             continue
         # The culprit: the first probe after the last one that was still answered.
         answered = [k for k, (p, _) in enumerate(probes) if p.responses or p.maybe_answered]
