@@ -385,7 +385,9 @@ def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
     for f in findings:
         kind = "finding" if f.fails(fail_on) else "observation"
         where = ", ".join(f.methods or ["-"]) + "; " + ", ".join(f.transports)
-        probe = f"; probe {f.probe}" + (f" ({f.probe_rule})" if f.probe_rule else "") if f.probe else ""
+        from fuzz.findings import probe_text
+
+        probe = f"; probes {probe_text(f)}" if f.probe else ""
         print(f"  {kind} {f.id}: {f.label} {f.rule} {f.title} [{where}{probe}] x{f.count} -> {f.repro}")
 
 

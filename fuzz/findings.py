@@ -1,11 +1,15 @@
 """Findings: violations bucketed into the few distinct bugs a person has to read about.
 
 A campaign sees the same bug many times (every example that trips it, every shrink step, every
-method and transport that shows it), so violations are grouped by root cause: the server's duty
-broken, and the probe that provoked it (or, without one, the behaviour). Each finding lists where
-it was seen (methods, transports, properties, with per-place counts) and keeps one piece of
-evidence, the smallest seen so far, on disk as soon as the finding exists: a campaign killed a
-second later still leaves a replayable file behind.
+method, transport and probe that shows it), so violations are grouped by behaviour: the server's
+duty broken, and the server's observed reaction (no reply; an error with the wrong code; a result
+where an error is due; the process exited ...), worded for the class of frame it reacted to (a
+frame that is not JSON and valid JSON that is not a valid request stay apart: two code paths).
+The probe (mutation) is not part of the key: thirteen mutations that meet one silent code path
+are one finding that lists the thirteen, each with its count and its own smallest reproduction.
+Each finding lists where it was seen (methods, transports, properties, with per-place counts)
+and keeps its smallest evidence on disk as soon as the finding exists: a campaign killed a second
+later still leaves a replayable file behind.
 
 A finding fails the campaign when it was confirmed on fresh processes and is at or above
 `--fail-on` (default SHOULD); any other is an observation, shown but never an exit status of 1.
@@ -16,6 +20,7 @@ Files written under the campaign's out directory (the format is a promise, see C
   repro/<id>.json     one reproduction per finding: target, seed, Hypothesis blob, the case
                       (frames with their process boundaries), the transcript, and what the
                       verdict depended on (timeouts, era policy, working directory, command)
+  repro/<id>.<probe>.json  the smallest reproduction of each probe that provoked the finding
 """
 
 from __future__ import annotations
@@ -65,16 +70,22 @@ class Evidence:
     confirmed: bool = True  # reproduced on fresh processes (False: seen only after earlier examples)
     probe: str | None = None
     probe_rule: str | None = None
+    reaction: str = ""  # the server's reaction, worded without the probe (Violation.reaction)
 
     def member_key(self) -> tuple[str, str, str, str]:
         """Where the bug was seen: one row of a finding's per-method detail."""
         return (self.rule, self.method or "", self.mutation or "", self.transport)
 
     def group_key(self) -> tuple[str, str]:
-        """What makes two executions the same bug: the duty broken, and the probe that provoked
-        it or, without a probe, the behaviour (the title). Method and transport are not part of
-        it: one missing resultType is one bug however many methods show it."""
-        return (self.rule, f"probe:{self.probe_name}" if self.probe_name else f"behaviour:{self.title}")
+        """What makes two executions the same bug: the duty broken and the server's reaction
+        (for a probe frame, worded for its class of frame; otherwise the title, which names the
+        behaviour). Probe, method and transport are not part of it: one silent parser is one bug
+        however many mutations reach it, one missing resultType however many methods show it."""
+        return (self.rule, f"behaviour:{self.reaction or self.title}")
+
+    def signature(self) -> tuple[str, str, str]:
+        """What a replay must see again to say "still fails": duty, reaction and probe."""
+        return (self.rule, self.reaction or self.title, self.probe_name or "")
 
     @property
     def probe_name(self) -> str | None:
@@ -107,6 +118,22 @@ class Sighting:
                 "count": self.count, "confirmed": self.confirmed}
 
 
+@dataclass(slots=True)
+class ProbeRecord:
+    """One probe that provoked a finding: how often, and its own smallest reproduction (so that
+    folding thirteen mutations into one finding loses none of their evidence)."""
+
+    probe: str
+    probe_rule: str | None
+    evidence: Evidence
+    repro: str
+    count: int = 0
+
+    def to_json(self, repro: str | None = None) -> dict[str, Any]:
+        return {"probe": self.probe, "probe_rule": self.probe_rule, "count": self.count,
+                "confirmed": self.evidence.confirmed, "repro": repro or self.repro}
+
+
 FAIL_ON_CHOICES = ("must", "should", "heuristic")
 DEFAULT_FAIL_ON = "should"
 
@@ -133,6 +160,7 @@ class Finding:
     evidence: Evidence
     flaky: bool = False
     sightings: dict[tuple[str, str, str, str], Sighting] = field(default_factory=dict)
+    probes: dict[str, ProbeRecord] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> bool:
@@ -160,6 +188,10 @@ class Finding:
     def probe_rule(self) -> str | None:
         return self.evidence.probe_rule
 
+    @property
+    def reaction(self) -> str:
+        return self.evidence.reaction or self.evidence.title
+
     def fails(self, fail_on: str = DEFAULT_FAIL_ON) -> bool:
         """Whether this finding turns the exit status to 1: confirmed, and at or above `fail_on`.
         Anything else is an observation: shown, never a failure."""
@@ -182,6 +214,9 @@ class Finding:
             "mutation": self.mutation,
             "probe": self.probe,
             "probe_rule": self.probe_rule,
+            "reaction": self.reaction,
+            # one probe: the finding's own file is that probe's smallest reproduction
+            "probes": [p.to_json(self.repro if len(self.probes) == 1 else None) for _, p in sorted(self.probes.items())],
             "count": self.count,
             "repro": self.repro,
             "property": self.property,
@@ -193,6 +228,17 @@ class Finding:
         if self.flaky:
             out["flaky"] = True
         return out
+
+
+def probe_text(f: Finding) -> str:
+    """Every probe that provoked the finding, with the rule its frame breaks and its count."""
+    if not f.probes:
+        if not f.probe:
+            return "-"
+        return f.probe + (f" (the frame breaks {f.probe_rule})" if f.probe_rule else "")
+    return ", ".join(
+        p.probe + (f" (breaks {p.probe_rule})" if p.probe_rule else "") + f" x{p.count}"
+        for _, p in sorted(f.probes.items(), key=lambda kv: (-kv[1].count, kv[0])))
 
 
 def finding_id(rule: str, cause: str) -> str:
@@ -281,6 +327,8 @@ def repro_document(finding: Finding, *, target: str, seed: int | None,
         "mutation": finding.mutation,
         "probe": finding.probe,
         "probe_rule": finding.probe_rule,
+        "reaction": finding.reaction,
+        "probes": sorted(finding.probes),
         "methods": finding.methods,
         "transports": finding.transports,
         "reproduce_blob": ev.reproduce_blob,
@@ -352,7 +400,7 @@ class FindingStore:
             if found is None:
                 fid = finding_id(*key)
                 found = Finding(
-                    id=fid, rule=ev.rule, strength=ev.strength, title=ev.title, method=ev.method,
+                    id=fid, rule=ev.rule, strength=ev.strength, title=ev.reaction or ev.title, method=ev.method,
                     transport=ev.transport, mutation=ev.mutation, count=0,
                     repro=f"repro/{fid}.json", property=ev.property, properties=[ev.property],
                     evidence=ev,
@@ -376,14 +424,45 @@ class FindingStore:
             found.count += 1
             if rewrite:
                 found.evidence = ev
-                found.title = ev.title
+                found.title = ev.reaction or ev.title
                 found.property = ev.property
                 found.method = ev.method
                 found.transport = ev.transport
                 found.mutation = ev.mutation
                 self._write_repro(found)
+            if ev.probe_name:
+                self._record_probe(found, ev)
             self._write_index_locked()
             return found, is_new
+
+    def _record_probe(self, found: Finding, ev: Evidence) -> None:
+        name = ev.probe_name or ""
+        rec = found.probes.get(name)
+        if rec is None:
+            rec = found.probes[name] = ProbeRecord(name, ev.probe_rule, ev, f"repro/{found.id}.{_slug(name)}.json")
+        elif ev.size() > rec.evidence.size():
+            rec.count += 1
+            return
+        rec.count += 1
+        rec.evidence = ev
+        if len(found.probes) > 1:  # with one probe, the finding's own file is that probe's
+            for other in found.probes.values():
+                self._write_probe_repro(found, other, only=other is rec)
+
+    def _write_probe_repro(self, found: Finding, rec: ProbeRecord, *, only: bool = True) -> None:
+        path = self.out_dir / rec.repro
+        if not only and path.exists():
+            return
+        kept = found.evidence
+        try:
+            found.evidence = rec.evidence
+            doc = repro_document(found, target=self.target, seed=self.seed, conditions=self.conditions)
+        finally:
+            found.evidence = kept
+        ev = rec.evidence
+        doc.update(probe=rec.probe, probe_rule=rec.probe_rule, title=ev.title, method=ev.method,
+                   mutation=ev.mutation, transport=ev.transport, property=ev.property)
+        self._write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
 
     def mark_flaky(self, finding_id: str) -> None:
         with self._lock:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from fuzz.findings import Finding, PropertyRun
+from fuzz.findings import Finding, PropertyRun, probe_text
 
 MAX_ROWS = 50
 
@@ -33,11 +33,11 @@ def markdown_summary(
     ]
     lines += [f"> note: {_cell(n)}" for n in notes]
     if findings:
-        lines += ["| strength | rule | finding | method | transport | seen | reproduce |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| strength | rule | finding | probes | method | transport | seen | reproduce |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for f in findings[:MAX_ROWS]:
-            lines.append(f"| {f.strength} | {f.rule} | {_cell(f.title)} | {_cell(f.method or '-')} | {f.transport}"
-                         f" | {f.count} | `mcp-gauntlet replay {_cell(f.repro)}` |")
+            lines.append(f"| {f.strength} | {f.rule} | {_cell(f.title)} | {_cell(probe_text(f))} | {_cell(f.method or '-')}"
+                         f" | {f.transport} | {f.count} | `mcp-gauntlet replay {_cell(f.repro)}` |")
         if len(findings) > MAX_ROWS:
             lines.append(f"\n{len(findings) - MAX_ROWS} more in findings.json and report.html.")
         lines.append("")

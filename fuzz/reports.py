@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write
+from fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write, probe_text
 from fuzz.markdown_summary import summary_bytes
 from fuzz.sarif import sarif_bytes
 from targets.frame_recipe import describe
@@ -37,12 +37,6 @@ def replay_command(f: Finding, out_dir: Path | None) -> str:
 def where_seen(f: Finding) -> str:
     methods = ", ".join(f.methods) or "-"
     return f"methods {methods}; transports {', '.join(f.transports)}; properties {', '.join(sorted(f.properties))}"
-
-
-def probe_text(f: Finding) -> str:
-    if not f.probe:
-        return "-"
-    return f.probe + (f" (the frame breaks {f.probe_rule})" if f.probe_rule else "")
 
 
 def run_skip_reason(run: PropertyRun) -> str | None:
@@ -306,6 +300,13 @@ def _finding_section(f: Finding, out_dir: Path | None) -> str:
             f"<td>{e(s.title)}</td><td>{s.count}</td></tr>"
         )
     parts.append("</table>")
+    if len(f.probes) > 1:
+        parts.append("<table><tr><th>probe</th><th>breaks</th><th>count</th><th>smallest reproduction</th></tr>")
+        for name, p in sorted(f.probes.items()):
+            path = (out_dir / p.repro).resolve() if out_dir is not None else p.repro
+            parts.append(f"<tr><td>{e(name)}</td><td>{e(p.probe_rule or '-')}</td><td>{p.count}</td>"
+                         f"<td><code>mcp-gauntlet replay {e(str(path))}</code></td></tr>")
+        parts.append("</table>")
     if ev.note:
         parts.append(f"<p>{e(ev.note)}</p>")
     if ev.violations:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from fuzz.findings import Finding
+from fuzz.findings import Finding, probe_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"MUST": "error", "SHOULD": "warning"}
@@ -48,7 +48,7 @@ def sarif_log(findings: Sequence[Finding], *, target: str, seed: int | None, out
             "properties": {"strength": f.strength},
             "defaultConfiguration": {"level": LEVEL.get(f.strength, "note")},
         })
-        where = f"{f.method or 'any method'} over {f.transport}" + (f", mutation {f.mutation}" if f.mutation else "")
+        where = f"{f.method or 'any method'} over {f.transport}" + (f", probes {probe_text(f)}" if f.probe else "")
         results.append({
             "ruleId": f.rule,
             "level": LEVEL.get(f.strength, "note"),

@@ -23,6 +23,7 @@ from fuzz.findings import (
     ReplayConditions,
     finding_id,
     load_repro,
+    probe_text,
     resolved_command,
 )
 from fuzz.reports import junit_xml, render_transcript_text, report_html, write_reports
@@ -55,6 +56,7 @@ def evidence(frames: int = 2, *, rule: str = "RT-01", method: str | None = "tool
         violations=[{"rule": rule, "strength": strength, "title": title, "event": 2}],
         reproduce_blob="AXicY2BgAAAABAAB", hypothesis_version="6.170.17", target="stdio:server",
         confirmed=confirmed, probe=kw.pop("probe", mutation), probe_rule=kw.pop("probe_rule", None),
+        reaction=kw.pop("reaction", ""),
     )
 
 
@@ -88,12 +90,22 @@ def test_one_finding_per_bug_whatever_the_method_or_transport(tmp_path: Path) ->
                               prop="valid" if i % 3 else "lists"))
     store.record(evidence(1, method="tools/list", transport="stdio"))  # the smallest: kept
     # One silent drop of null ids, seen on five methods: one finding, apart from the first.
+    silent = "JSON that is not a valid request got no reply"
     for m in methods[:5]:
         store.record(evidence(2, rule="RPC-01", method=m, mutation="id-null", probe_rule="RPC-04",
-                              strength="SHOULD", title="malformed frame (id-null) got no reply", prop="framing"))
-    # Another probe of the same duty is another bug; so is another behaviour under the same rule.
+                              strength="SHOULD", title="malformed frame (id-null) got no reply", prop="framing",
+                              reaction=silent))
+    # Another probe meeting the same reaction on the same class of frame is the same behaviour,
+    # listed inside it with its own count and its own smallest reproduction ...
+    for frames in (4, 3):
+        store.record(evidence(frames, rule="RPC-01", method="tools/list", mutation="id-float", probe_rule="RPC-03",
+                              strength="SHOULD", title="malformed frame (id-float) got no reply", prop="framing",
+                              reaction=silent))
+    # ... but the same silence toward bytes that are not JSON at all is another code path, and
+    # another behaviour under the same rule is another finding.
     store.record(evidence(2, rule="RPC-01", method=None, mutation="truncated-json", strength="SHOULD",
-                          title="malformed frame (truncated-json) got no reply", prop="framing"))
+                          title="malformed frame (truncated-json) got no reply", prop="framing",
+                          reaction="frame that is not JSON got no reply"))
     store.record(evidence(2, title="result without resultType on an error page"))
     findings = store.findings
     assert len(findings) == 4, [(f.rule, f.title) for f in findings]
@@ -101,9 +113,18 @@ def test_one_finding_per_bug_whatever_the_method_or_transport(tmp_path: Path) ->
     assert rt.count == 10 and rt.methods == sorted(methods) and rt.transports == ["http", "stdio"]
     assert sorted(rt.properties) == ["lists", "valid"]
     assert sends(load_repro(tmp_path / rt.repro)) == 1 and rt.method == "tools/list"
-    drop = next(f for f in findings if f.probe == "id-null")
-    assert drop.count == 5 and len(drop.methods) == 5 and drop.rule == "RPC-01" and drop.probe_rule == "RPC-04"
-    entry = next(e for e in orjson.loads((tmp_path / "findings.json").read_bytes())["findings"] if e["id"] == rt.id)
+    drop = next(f for f in findings if f.title == silent)
+    assert drop.count == 7 and len(drop.methods) == 5 and drop.rule == "RPC-01"
+    assert {n: p.count for n, p in drop.probes.items()} == {"id-null": 5, "id-float": 2}
+    index = orjson.loads((tmp_path / "findings.json").read_bytes())["findings"]
+    row = next(e for e in index if e["id"] == drop.id)
+    assert row["reaction"] == silent and [p["probe"] for p in row["probes"]] == ["id-float", "id-null"]
+    for p in row["probes"]:  # each probe's own smallest reproduction, replayable, of that probe
+        repro = load_repro(tmp_path / p["repro"])
+        assert repro["probe"] == p["probe"] and repro["rule"] == "RPC-01"
+        assert sends(repro) == {"id-float": 3, "id-null": 2}[p["probe"]]
+    assert "id-null (breaks RPC-04) x5, id-float (breaks RPC-03) x2" == probe_text(drop)
+    entry = next(e for e in index if e["id"] == rt.id)
     assert entry["methods"] == sorted(methods) and entry["transports"] == ["http", "stdio"]
     assert sum(s["count"] for s in entry["seen"]) == 10 and len(entry["seen"]) == 9  # per-method detail kept
     assert {s["method"] for s in entry["seen"]} == set(methods)
@@ -122,7 +143,7 @@ def test_the_probe_is_carried_apart_from_the_rule(tmp_path: Path) -> None:
     # A violation without `probe` (older oracle output) falls back to the mutation.
     ev = evidence(2, rule="RPC-01", mutation="nul-byte", strength="SHOULD", title="x")
     ev.probe = None
-    assert ev.probe_name == "nul-byte" and ev.group_key() == ("RPC-01", "probe:nul-byte")
+    assert ev.probe_name == "nul-byte" and ev.group_key() == ("RPC-01", "behaviour:x")
 
 
 def test_fail_on_decides_failures_and_the_rest_are_observations(tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ desynchronises after bad input is reported under the rule the bad frame probed, 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from fuzz.oracle.exchange import Exchange, Pair, build_exchange, dual_era_excuses
-from fuzz.oracle.facts import describe
+from fuzz.oracle.facts import describe, frame_class
 from fuzz.oracle.framing import in_flight_groups
 from fuzz.oracle.http import header_defects
 from fuzz.oracle.meta import defect_codes
@@ -33,10 +34,18 @@ def _expectations(x: Exchange) -> Iterator[tuple[Pair, Expectation]]:
 
 
 def _violation(exp: Expectation, strength: Strength, title: str, detail: str, method: str | None,
-               at: int | None) -> Violation:
-    """A wrong reaction to a probe frame: filed under the server's duty, the probe named apart."""
+               at: int | None, pair: Pair, reaction: str = "") -> Violation:
+    """A wrong reaction to a probe frame: filed under the server's duty, the probe named apart,
+    and the reaction worded for the class of frame rather than the mutation (see `frame_class`)."""
     return Violation(server_duty(exp.rule), strength, title, detail, method, at,
-                     probe=exp.mutation, probe_rule=exp.rule)
+                     probe=exp.mutation, probe_rule=exp.rule,
+                     reaction=reaction or title.replace(_label(exp), frame_class(pair.sent)))
+
+
+def _why_kind(why: str) -> str:
+    """A liveness failure's account without its figures (exit status, timeout): how the process
+    failed, which is what two probes meeting the same bug share."""
+    return re.sub(r"\s*\([^)]*\)", "", why)
 
 
 def _label(exp: Expectation) -> str:
@@ -94,13 +103,14 @@ _ALLOWS: dict[str, _Allows] = {
 def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
     allows = _ALLOWS.get(exp.kind)
     if allows is None:
-        return [_violation(exp, "HEURISTIC", f"unknown expectation kind {exp.kind!r}", "", pair.method, pair.index)]
+        return [_violation(exp, "HEURISTIC", f"unknown expectation kind {exp.kind!r}", "", pair.method, pair.index,
+                           pair)]
     answers = list(x.answers(pair))
     label, strength, method = _label(exp), exp.strength, pair.method
     out: list[Violation] = []
 
     def bad(title: str, detail: str, at: int, how_strong: str | None = None) -> None:
-        out.append(_violation(exp, how_strong or strength, title, detail, method, at))  # type: ignore[arg-type]
+        out.append(_violation(exp, how_strong or strength, title, detail, method, at, pair))  # type: ignore[arg-type]
 
     for i, said in answers:
         status = x.events[i].status
@@ -172,21 +182,22 @@ def _http_reaction(x: Exchange, pair: Pair, exp: Expectation, allows: _Allows,
     for i, status in _statuses(x, pair):
         if status >= 500 and status not in exp.statuses:
             out.append(_violation(exp, "HEURISTIC", f"HTTP {status} for a {label}",
-                                  "bad input should be refused, not crash the handler", method, i))
+                                  "bad input should be refused, not crash the handler", method, i, pair))
         elif allowed and status not in allowed and not (success and 200 <= status < 300
                                                         and (allows.complete or allows.input_required)):
             # A status the caller named is held at its strength; the 4xx default is only typical
             # (DIGEST 7.5 leaves most framing errors' status UNSPEC), so a miss there is a heuristic.
             strength = exp.strength if exp.statuses else "HEURISTIC"
             out.append(_violation(exp, strength, f"{label} answered with HTTP {status}",
-                                  f"expected one of {sorted(allowed) if len(allowed) < 20 else '4xx'}", method, i))
+                                  f"expected one of {sorted(allowed) if len(allowed) < 20 else '4xx'}", method, i,
+                                  pair))
     if exp.forbid_headers:
         for i in (*pair.responses, *pair.stream, *pair.http):
             headers = x.events[i].headers or {}
             present = sorted(h for h in headers if h.lower() in exp.forbid_headers)
             if present:
                 out.append(_violation(exp, exp.strength, f"{label} answered with header {present[0]}",
-                                      "this header must not come back", method, i))
+                                      "this header must not come back", method, i, pair))
                 break
     return out
 
@@ -271,7 +282,8 @@ def expect_liveness(x: Exchange) -> list[Violation]:
             why = _death_without_sentinel(x, pair)
             if why:
                 out.append(_violation(exp, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
-                                      pair.method, pair.index))
+                                      pair.method, pair.index, pair,
+                                      f"after a {frame_class(pair.sent)}: {_why_kind(why)}"))
             continue
         window.setdefault(sentinel.index, []).append((pair, exp))
     for sentinel_index, probes in window.items():
@@ -288,7 +300,7 @@ def expect_liveness(x: Exchange) -> list[Violation]:
         answered = [k for k, (p, _) in enumerate(probes) if p.responses or p.maybe_answered]
         pair, exp = probes[answered[-1] + 1] if answered and answered[-1] + 1 < len(probes) else probes[0]
         out.append(_violation(exp, "HEURISTIC", f"server did not survive a {_label(exp)}", why,
-                              pair.method, sentinel_index))
+                              pair.method, sentinel_index, pair, f"after a {frame_class(pair.sent)}: {_why_kind(why)}"))
     return out
 
 

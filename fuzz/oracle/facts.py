@@ -164,6 +164,27 @@ def classify_sent(message: Any, raw: bytes | None = None, *, line_framed: bool =
     )
 
 
+def frame_class(sent: Sent) -> str:
+    """What kind of frame the server was given, in the words of a finding's behaviour.
+
+    Two frames the server cannot serve may meet two code paths: bytes that are not JSON fail
+    in its parser, valid JSON that is not a valid request fails in its dispatcher. A finding keeps
+    them apart (each path is its own fix) and folds together every mutation within one class."""
+    if sent.kind in ("split", "unparseable"):
+        return "frame that is not JSON"
+    if sent.kind == "empty":
+        return "empty line"
+    if sent.kind == "batch":
+        return "batch"
+    if sent.kind == "response":
+        return "response sent to the server"
+    if sent.kind == "invalid" or not sent.envelope_ok:
+        return "JSON that is not a valid request"
+    if sent.kind == "notification":
+        return "notification"
+    return "request"
+
+
 @dataclass(frozen=True, slots=True)
 class Said:
     """A JSON value the server wrote, classified once."""

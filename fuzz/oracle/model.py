@@ -52,6 +52,11 @@ class Violation:
     reaction to a malformed frame, `probe` names the mutation that made the frame and
     `probe_rule` the rule the frame itself breaks (a duty of the client): a person fixing the
     server reads `rule`, and `probe`/`probe_rule` say how the fuzzer provoked it.
+
+    `reaction` is what the server did, worded without the probe ("JSON that is not a valid
+    request got no reply"): with `rule` it is the behaviour a finding is filed under, so thirteen
+    mutations that meet one code path of the server are one finding, not thirteen. Empty when
+    the title already names the behaviour alone.
     """
 
     rule: str
@@ -62,6 +67,7 @@ class Violation:
     event_index: int | None = None
     probe: str | None = None
     probe_rule: str | None = None
+    reaction: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +79,7 @@ class Violation:
             "event_index": self.event_index,
             "probe": self.probe,
             "probe_rule": self.probe_rule,
+            **({"reaction": self.reaction} if self.reaction else {}),
         }
 
     @classmethod
@@ -80,7 +87,7 @@ class Violation:
         return cls(
             rule=data["rule"], strength=data["strength"], title=data["title"],
             detail=data.get("detail", ""), method=data.get("method"), event_index=data.get("event_index"),
-            probe=data.get("probe"), probe_rule=data.get("probe_rule"),
+            probe=data.get("probe"), probe_rule=data.get("probe_rule"), reaction=data.get("reaction") or "",
         )
 
 

@@ -166,7 +166,7 @@ def evidence_for(
         mutation=mutation, property=prop.name, case=run.case.to_json(), transcript=run.transcript.to_json(),
         violations=[violation_json(x) for x in violations], reproduce_blob=blob,
         hypothesis_version=hypothesis_version, note=note, target=run.transcript.target, confirmed=confirmed,
-        probe=v.probe, probe_rule=v.probe_rule,
+        probe=v.probe, probe_rule=v.probe_rule, reaction=v.reaction,
     )
 
 
