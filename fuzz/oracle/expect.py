@@ -45,7 +45,11 @@ def _violation(exp: Expectation, strength: Strength, title: str, detail: str, me
 def _why_kind(why: str) -> str:
     """A liveness failure's account without its figures (exit status, timeout): how the process
     failed, which is what two probes meeting the same bug share."""
-    return re.sub(r"\s*\([^)]*\)", "", why)
+    while True:  # innermost first, so nested parentheses go whole
+        shorter = re.sub(r"\s*\([^()]*\)", "", why)
+        if shorter == why:
+            return why
+        why = shorter
 
 
 def _label(exp: Expectation) -> str:
