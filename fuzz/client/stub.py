@@ -68,8 +68,9 @@ class _Log:
         return self.seq
 
 
-def read_lines(stdin: IO[bytes]) -> Iterator[bytes | int]:
-    """The client's lines, each at most LINE_CAP bytes; a longer one is skipped and given as its length."""
+def read_lines(stdin: IO[bytes]) -> Iterator[bytes | None]:
+    """The client's lines, each at most LINE_CAP bytes; a longer one is given as None (at once,
+    so it shows even when it never ends) and the rest of it is read and dropped."""
     while True:
         line = stdin.readline(LINE_CAP + 1)
         if not line:
@@ -77,11 +78,9 @@ def read_lines(stdin: IO[bytes]) -> Iterator[bytes | int]:
         if len(line) <= LINE_CAP or line.endswith(b"\n"):
             yield line
             continue
-        length = len(line)
+        yield None
         while line and not line.endswith(b"\n"):
             line = stdin.readline(1024 * 1024)
-            length += len(line)
-        yield length
 
 
 def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) -> int:
@@ -89,11 +88,11 @@ def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) 
     log = _Log(out, proc)
     server = ScriptedServer(case)
     log.add("spawn", note=" ".join(sys.argv))
-    lines: queue.Queue[bytes | int | None] = queue.Queue(maxsize=8)  # bounded (8 lines of LINE_CAP at most): a flood waits
+    lines: queue.Queue[bytes | None | bool] = queue.Queue(maxsize=8)  # bounded (8 lines of LINE_CAP at most): a flood waits
 
     def read() -> None:
         for line in read_lines(stdin):
-            lines.put(line)
+            lines.put(False if line is None else line)
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
@@ -120,8 +119,8 @@ def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) 
                     write(outs, ref)
                 log.add("closed", note="client closed stdin")
                 return 0
-            if isinstance(line, int):
-                log.add("oversize", note=f"a client line of {line} bytes, longer than {LINE_CAP}: not read")
+            if line is False:
+                log.add("oversize", note=f"a client line longer than {LINE_CAP} bytes: not read")
                 continue
             body = line[:-1] if line.endswith(b"\n") else line
             try:
