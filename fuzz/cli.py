@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Callable
 
+from fuzz.config import CONFIGURABLE  # commands whose options may come from MCP_GAUNTLET_* and pyproject.toml
+
 USAGE = """usage: mcp-gauntlet COMMAND [options]
 
 commands:
@@ -25,15 +27,6 @@ commands:
 `mcp-gauntlet COMMAND --help` describes each command; `--version` (on any command) prints the
 version. Options may also come from MCP_GAUNTLET_* variables and [tool.mcp-gauntlet] in
 pyproject.toml (the command line wins; README: "Configuration")."""
-
-# Commands whose options may come from the environment and pyproject.toml (fuzz/config.py), with
-# where their argparse parser is built (imported only when that command runs).
-CONFIGURABLE = {
-    "fuzz": ("fuzz.campaign_command", "build_parser"),
-    "replay": ("fuzz.replay", "build_parser"),
-    "load": ("load.runner", "build_parser"),
-}
-
 
 def _serve(argv: list[str]) -> int:
     from targets.reference.cli import serve_main
