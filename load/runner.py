@@ -19,8 +19,8 @@ import math
 import os
 import re
 import shlex
+import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +37,7 @@ from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
-from targets import extra_headers, validate, wire
+from targets import extra_headers, processes, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
@@ -286,41 +286,31 @@ class _ProgressTail:
 
 
 def _run_locust(cmd: list[str], log_path: Path, deadline_s: float, progress: _ProgressTail | None = None) -> int | None:
-    """Run Locust in its own process group, showing its progress; None when it had to be killed
+    """Run Locust as the harness runs servers (`targets.processes.spawn`: its own group, an owner
+    tag its forked workers inherit, the parent-death signal, the guardian), so that even a
+    SIGKILLed `load` leaves no Locust behind; shows its progress; None when it had to be killed
     at the deadline. A `Terminated` raised meanwhile stops Locust first, then propagates."""
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        try:
+            proc = processes.spawn(cmd, pipes=False, output=log.fileno())
+        except processes.SpawnError as exc:
+            log.write(f"mcp-gauntlet load: cannot start Locust: {exc}\n".encode())
+            return 2
         deadline = time.monotonic() + deadline_s
         try:
             while True:
-                try:
-                    status = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+                status = proc.wait_exit(min(0.5, max(0.0, deadline - time.monotonic())))
+                if status is not None:
                     if progress is not None:
                         progress.done()
                     return status
-                except subprocess.TimeoutExpired:
-                    if progress is not None:
-                        progress.poll()
-                    if time.monotonic() >= deadline:
-                        raise
-        except (subprocess.TimeoutExpired, Terminated) as exc:
-            for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            if isinstance(exc, Terminated):
-                raise
-            return None
+                if progress is not None:
+                    progress.poll()
+                if time.monotonic() >= deadline:
+                    return None
         finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            proc.reap(grace=0.0, term_grace=5.0)  # SIGTERM, then SIGKILL, the group and its tagged strays
+            proc.close_log()
 
 
 MAX_TIMEOUT_S = 3600.0
@@ -403,6 +393,22 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     return run_s, gates, margin, baseline
 
 
+TMP_PREFIX = "mcp-gauntlet-load-"
+
+
+def _sweep_stale_tmp() -> None:
+    """Remove the temporary directories of `load` runs whose process is gone (a SIGKILLed run
+    cannot remove its own; its processes the guardian ends). Only ours, only of dead pids."""
+    root = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in root.glob(f"{TMP_PREFIX}*-*"):
+            pid = entry.name[len(TMP_PREFIX):].split("-", 1)[0]
+            if not pid.isdigit() or Path(f"/proc/{pid}").exists() or not entry.is_dir() or entry.is_symlink():
+                continue
+            if entry.stat().st_uid == os.getuid():
+                shutil.rmtree(entry, ignore_errors=True)
+
+
 def load_main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -410,7 +416,8 @@ def load_main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="mcp-gauntlet-load-") as tmp:
+    _sweep_stale_tmp()
+    with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
         try:
             spec = _target(args, Path(tmp))
         except UsageError as exc:
