@@ -19,6 +19,7 @@ import pytest
 from fuzz.client import stub
 from fuzz.client.case import ClientCase
 from fuzz.client.runner import STDOUT_CAP, ClientCommand, run_case
+from fuzz.client.stub import LINE_CAP
 from fuzz.oracle.client_rules import judge_client
 
 PY = sys.executable
@@ -139,3 +140,26 @@ def test_a_careless_client_campaign_files_meta_04_beside_rpc_04(tmp_path: Path) 
     assert out.returncode == 1, out.stdout + out.stderr
     rules = [line.split()[2:4] for line in out.stdout.splitlines() if line.strip().startswith("finding ")]
     assert ["MUST", "RPC-04"] in rules and rules.count(["MUST", "META-04"]) == 3, out.stdout
+
+
+@pytest.mark.parametrize(("mode", "note"), [("body", "413"), ("head", "431"), ("idle", None)])
+def test_a_hostile_http_client_is_refused_within_the_caps_and_leaves_no_task_behind(mode: str, note: str | None) -> None:
+    import threading
+
+    cmd = ClientCommand.parse(f"{PY} {CLIENTS / 'http_flood.py'} {mode} {{url}}")
+    def ours() -> list[str]:  # the harness's own long-lived threads (spawner, stderr pump) excepted
+        return [t.name for t in threading.enumerate() if not t.name.startswith("mcp-gauntlet-")]
+
+    before = ours()
+    events, peak, took = _bounded_run(cmd, timeout=10)
+    assert took < 10, took  # refused at the cap, not read for the client's whole lifetime
+    assert peak < 2 * LINE_CAP + 64 * 2**20, peak
+    if note is not None:
+        assert any(e.kind == "oversize" and note in e.note for e in events), [e.kind for e in events]
+    else:
+        assert [e.message["step"] for e in events if e.kind == "reading"] == ["server/discover"]
+        assert any(e.kind == "send" and e.note.startswith("reply") for e in events)
+    deadline = time.monotonic() + 5
+    while len(ours()) > len(before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ours() == before  # the portal's thread ended, and with it every connection task
