@@ -3,7 +3,6 @@ behind is bounded and owned as a server's would be (fuzz/client/runner.py, targe
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from process_support import end_test_processes, marked
 
 from fuzz.client import stub
 from fuzz.client.case import ClientCase
@@ -31,20 +31,13 @@ def command(name: str, *mode: str) -> ClientCommand:
     return ClientCommand.parse(" ".join([PY, str(CLIENTS / name), *mode, "{server}"]))
 
 
-def _marked(marker: str) -> list[int]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(marker in part for part in proc.info["cmdline"] or ()) and proc.pid != os.getpid():
-                found.append(proc.pid)
-    return found
 
 
 def _wait_gone(marker: str, seconds: float = 15.0) -> list[int]:
     deadline = time.monotonic() + seconds
-    while _marked(marker) and time.monotonic() < deadline:
+    while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return _marked(marker)
+    return marked(marker)
 
 
 def _bounded_run(cmd: ClientCommand, timeout: float) -> tuple[list, int, float]:
@@ -105,21 +98,16 @@ def test_killing_the_harness_leaves_neither_the_client_nor_its_daemon(tmp_path: 
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
-        while not _marked(marker) and time.monotonic() < deadline:
+        while not marked(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _marked(marker), "the client's daemon never started"
-        client = [p for p in _marked(str(CLIENTS / "daemonizing.py"))]
+        assert marked(marker), "the client's daemon never started"
+        client = [p for p in marked(str(CLIENTS / "daemonizing.py"))]
         harness.send_signal(sig)
         harness.wait(timeout=15)
         assert not _wait_gone(marker), "the client's daemon outlived the harness"
         assert not [p for p in client if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait()
-        for pid in _marked(marker):
-            with contextlib.suppress(psutil.Error):
-                os.kill(pid, signal.SIGKILL)
+        end_test_processes(harness, marker)
     assert b"Traceback" not in (harness.stderr.read() if harness.stderr else b"")
 
 
