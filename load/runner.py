@@ -16,13 +16,10 @@ import contextlib
 import http.client
 import itertools
 import math
-import os
 import re
 import shlex
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -37,7 +34,7 @@ from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
-from targets import extra_headers, processes, validate, wire
+from targets import extra_headers, ownership, processes, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
@@ -396,19 +393,6 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
 TMP_PREFIX = "mcp-gauntlet-load-"
 
 
-def _sweep_stale_tmp() -> None:
-    """Remove the temporary directories of `load` runs whose process is gone (a SIGKILLed run
-    cannot remove its own; its processes the guardian ends). Only ours, only of dead pids."""
-    root = Path(tempfile.gettempdir())
-    with contextlib.suppress(OSError):
-        for entry in root.glob(f"{TMP_PREFIX}*-*"):
-            pid = entry.name[len(TMP_PREFIX):].split("-", 1)[0]
-            if not pid.isdigit() or Path(f"/proc/{pid}").exists() or not entry.is_dir() or entry.is_symlink():
-                continue
-            if entry.stat().st_uid == os.getuid():
-                shutil.rmtree(entry, ignore_errors=True)
-
-
 def load_main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -416,8 +400,7 @@ def load_main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
         return 2
-    _sweep_stale_tmp()
-    with tempfile.TemporaryDirectory(prefix=f"{TMP_PREFIX}{os.getpid()}-") as tmp:
+    with ownership.owned_tempdir(TMP_PREFIX) as tmp:
         try:
             spec = _target(args, Path(tmp))
         except UsageError as exc:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 import uuid
@@ -106,6 +107,9 @@ def test_killing_the_harness_leaves_neither_the_client_nor_its_daemon(tmp_path: 
         harness.wait(timeout=15)
         assert not _wait_gone(marker), "the client's daemon outlived the harness"
         assert not [p for p in client if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        # its stub's directory, which a killed harness cannot remove, goes with the next run
+        run_case(command("careless.py"), ClientCase(), timeout=10)
+        assert not list(Path(tempfile.gettempdir()).glob(f"gauntlet-client-{harness.pid}-*"))
     finally:
         end_test_processes(harness, marker)
     assert b"Traceback" not in (harness.stderr.read() if harness.stderr else b"")

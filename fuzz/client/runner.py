@@ -21,7 +21,6 @@ import os
 import selectors
 import shlex
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import orjson
 
 from fuzz.client import stub
 from fuzz.client.case import ClientCase
-from targets import processes
+from targets import ownership, processes
 from targets.bounded_read import read_bounded
 from targets.transcript import Event, Transcript
 from targets.transports import HTTP, STDIO, Transport
@@ -90,8 +89,7 @@ def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0)
             transcript = _run_client(command.argv(url=served.url), timeout=timeout, transport="http",
                                      template=command.template, server_events=served.events)
         return transcript
-    with tempfile.TemporaryDirectory(prefix="gauntlet-client-") as tmp:
-        d = Path(tmp)
+    with ownership.owned_tempdir("gauntlet-client-") as d:
         (d / "case.json").write_bytes(orjson.dumps(case.to_json()))
         server = [sys.executable, "-m", "fuzz.client.stub", str(d / "case.json"), str(d)]
         return _run_client(command.argv(server=server), timeout=timeout, transport="stdio",
