@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
-from targets import extra_headers, fork_server, validate
+from targets import auth_client, extra_headers, fork_server, validate
 from targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
 
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
     extra_headers.add_option(p)
+    auth_client.add_options(p)
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     p.add_argument("--isolate-network", action="store_true",
                    help="start each server in a network namespace of its own with only a loopback, so a tool that "
@@ -237,8 +238,14 @@ def fuzz_main(argv: list[str]) -> int:
         extra_headers.configure(args.header)
         args.known_groups = _known(args.known)
         args.stop_rules = _stop_rules(args.stop_on_rule, args.workers)
+        if not args.auth and auth_client.needs_issuer([a for s in specs for a in s.argv]):
+            raise UsageError("the target command names {issuer}: add --auth")
+        auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
     except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
+        return 2
+    except auth_client.AuthServerError as exc:
+        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
         return 2
     except TargetError as exc:
         print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
@@ -251,6 +258,8 @@ def fuzz_main(argv: list[str]) -> int:
         return _run(args, props, specs, started)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if auth is not None:
+            auth.close()
 
 
 def _sigterm(signum: int, frame: Any) -> None:

@@ -98,6 +98,7 @@ PROPERTY_MODULES: tuple[str, ...] = (
     "fuzz.properties.lists",
     "fuzz.properties.handoff",
     "fuzz.properties.mrtr",
+    "fuzz.properties.auth",
 )
 
 
