@@ -30,7 +30,7 @@ PRM_PATH: Final = "/.well-known/oauth-protected-resource"
 #: The reserved request header naming a request's token case (stripped from the wire).
 AUTH_DIRECTIVE: Final = "Mcp-Gauntlet-Auth"
 #: Environment variable naming the authorization server of this process tree (set by --auth).
-ISSUER_ENV: Final = "MCP_GAUNTLET_AUTH_ISSUER"
+ISSUER_ENV: Final = "GAUNTLET_AUTH_ISSUER"  # not MCP_GAUNTLET_*: those are options (fuzz/config.py)
 #: The `http+spawn:` command placeholder replaced by that URL.
 ISSUER_PLACEHOLDER: Final = "{issuer}"
 
