@@ -226,12 +226,23 @@ def _default_out() -> Path:
 
 
 def fuzz_main(argv: list[str]) -> int:
+    opened: list[auth_client.Session] = []  # --auth's authorization server, closed however the run ends
+    try:
+        return _fuzz_main(argv, opened)
+    finally:
+        for session in opened:
+            session.close()
+
+
+def _fuzz_main(argv: list[str], opened: list[auth_client.Session]) -> int:
     started = time.monotonic()  # --duration counts from here
     try:
         args = build_parser().parse_args(argv)
         if args.list_properties:
             return _list_properties()
         _validate(args)
+        auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
+        opened.extend([auth] if auth is not None else [])
         props = _properties(args.properties)
         specs = _targets(args)
         args.mutation_patterns = _mutations(args.mutations, specs)
@@ -240,7 +251,6 @@ def fuzz_main(argv: list[str]) -> int:
         args.stop_rules = _stop_rules(args.stop_on_rule, args.workers)
         if not args.auth and auth_client.needs_issuer([a for s in specs for a in s.argv]):
             raise UsageError("the target command names {issuer}: add --auth")
-        auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
     except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
@@ -258,8 +268,6 @@ def fuzz_main(argv: list[str]) -> int:
         return _run(args, props, specs, started)
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if auth is not None:
-            auth.close()
 
 
 def _sigterm(signum: int, frame: Any) -> None:

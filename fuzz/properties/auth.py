@@ -24,12 +24,11 @@ class AuthProperty(Property):
     name = "auth"
     title = "a protected server serves valid tokens and refuses every other credential as the spec says"
     eras = frozenset({"modern", "legacy"})
+    needs_auth = True
 
     def applicable(self, ctx: Context) -> str | None:
         if ctx.transport != "http":
             return "authorization is an HTTP matter"
-        if auth_client.active_issuer() is None:
-            return "no authorization server (run with --auth)"
         return None
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
