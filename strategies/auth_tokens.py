@@ -97,6 +97,22 @@ TOKEN_CASES: Final[dict[str, TokenCase]] = {c.name: c for c in _CASES}
 MINTED: Final = frozenset(c.name for c in _CASES if c.placement in ("header", "query"))
 
 
+#: Directives that fetch the protected resource metadata instead of sending a token (a GET of the
+#: RFC 9728 well-known URI: the endpoint's path appended, section 3.1, or the host's root, which
+#: MCP clients try next). The recorded request names the endpoint and the issuer they are judged by.
+METADATA_AT: Final[dict[str, bool]] = {"metadata-path": True, "metadata-root": False}
+RESOURCE_HEADER: Final = "Mcp-Gauntlet-Resource"
+ISSUER_HEADER: Final = "Mcp-Gauntlet-Issuer"
+
+
+def metadata_url(resource: str, *, with_path: bool) -> str:
+    """Where `resource` publishes its metadata (RFC 9728 section 3.1: inserted before the path)."""
+    scheme, _, rest = resource.partition("://")
+    host, slash, path = rest.partition("/")
+    suffix = f"/{path.split('?', 1)[0]}".rstrip("/") if with_path and slash else ""
+    return f"{scheme}://{host}{PRM_PATH}{suffix}"
+
+
 def placeholder(name: str) -> str:
     return f"{{auth:{name}}}"
 

@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -19,8 +20,12 @@ import orjson
 from strategies.auth_tokens import (
     AUTH_DIRECTIVE,
     ISSUER_ENV,
+    ISSUER_HEADER,
     ISSUER_PLACEHOLDER,
+    METADATA_AT,
+    RESOURCE_HEADER,
     TOKEN_CASES,
+    metadata_url,
     placeholders,
     substitute,
 )
@@ -89,28 +94,40 @@ def token(issuer: str, case: str, resource: str) -> str:
     return minted
 
 
-Applied = tuple[dict[str, str], dict[str, str], str, str]
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """A request's token case carried out: the wire headers, the recorded ones (directive and
+    placeholder, never a token), a query to append ("" or `name=value`, recorded and sent), and
+    a path to use instead of the endpoint's (a metadata fetch)."""
+
+    wire: dict[str, str]
+    recorded: dict[str, str]
+    shown_query: str = ""
+    sent_query: str = ""
+    path: str | None = None
 
 
 def apply_auth(headers: dict[str, str], resource: str) -> Applied:
-    """Carry out a request's token case: (wire headers, recorded headers, recorded query, wire
-    query); a query is "" or `name=value` to append to the URL.
+    """Carry out a request's token case for the endpoint `resource`.
 
     Without an active issuer and without a directive nothing changes. With one, a request that
-    names no case gets `valid`. Recorded headers keep the directive and show `{auth:NAME}` where
-    the minted token went, so nothing recorded is a credential."""
+    names no case gets `valid`."""
     name_of = {k.lower(): k for k in headers}
     directive = name_of.get(AUTH_DIRECTIVE.lower())
     issuer = active_issuer()
     if directive is None and issuer is None:
-        return headers, headers, "", ""
+        return Applied(headers, headers)
     wire = dict(headers)
     case_name = wire.pop(directive).strip() if directive is not None else "valid"
+    for k in [k for k in wire if k.lower() == "authorization"]:
+        del wire[k]
+    if case_name in METADATA_AT:
+        url = metadata_url(resource, with_path=METADATA_AT[case_name])
+        recorded = wire | {AUTH_DIRECTIVE: case_name, RESOURCE_HEADER: resource, ISSUER_HEADER: issuer or ""}
+        return Applied(wire, recorded, path="/" + url.partition("://")[2].partition("/")[2])
     case = TOKEN_CASES.get(case_name)
     if case is None:
         raise AuthServerError(f"unknown token case {case_name!r}")
-    for k in [k for k in wire if k.lower() == "authorization"]:
-        del wire[k]
     recorded = dict(wire)
     recorded[AUTH_DIRECTIVE] = case.name
     value, query = case.authorization(), case.query() or ""
@@ -125,12 +142,12 @@ def apply_auth(headers: dict[str, str], resource: str) -> Applied:
         if value is not None:
             wire["Authorization"] = substitute(value, minted)
         sent_query = substitute(query, minted)
-    return wire, recorded, query, sent_query
+    return Applied(wire, recorded, query, sent_query)
 
 
 def directive(case: str) -> dict[str, str]:
-    """The header a step carries to be sent with token case `case`."""
-    if case not in TOKEN_CASES:
+    """The header a step carries to be sent with token case `case` (or a metadata fetch)."""
+    if case not in TOKEN_CASES and case not in METADATA_AT:
         raise ValueError(f"unknown token case {case!r}")
     return {AUTH_DIRECTIVE: case}
 

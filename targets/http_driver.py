@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from strategies.auth_tokens import AUTH_DIRECTIVE
+from strategies.auth_tokens import AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER
 from targets import auth_client, extra_headers, wire
 from targets.connection import (
     DEFAULT_LINE_CAP,
@@ -69,7 +69,8 @@ class Endpoint:
         return deadline_connection(self.scheme, self.host, self.port, deadline)
 
 
-auth_directive: Final = AUTH_DIRECTIVE.lower()
+# What the transcript records of a request's token case: its directive and what it is judged by.
+auth_recorded: Final = frozenset(h.lower() for h in (AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER))
 
 
 def default_headers(message: Any, http_method: str) -> dict[str, str]:
@@ -385,7 +386,9 @@ class HttpConnection(Connection):
         given = default_headers(message, http_method) if headers is None else dict(headers)
         given.update(extra_headers.expanded())  # --header, ${VAR}s expanded now, at send time
         # --auth: the request's token case, minted now; recorded as its directive and placeholder
-        given, shown_auth, shown_query, sent_query = auth_client.apply_auth(given, ep.url)
+        applied = auth_client.apply_auth(given, ep.url)
+        given, shown_auth = applied.wire, applied.recorded
+        path = applied.path or path
         names = {k.lower() for k in given}
         wire_headers: list[tuple[str, str | bytes]] = list(given.items())
         if "host" not in names:
@@ -396,11 +399,11 @@ class HttpConnection(Connection):
         recorded = {k: _header_text(v) for k, v in wire_headers} | extra_headers.shown()  # never the secret
         if shown_auth is not given:
             recorded = {k: v for k, v in recorded.items() if k.lower() != "authorization"} | {
-                k: v for k, v in shown_auth.items() if k.lower() in ("authorization", auth_directive)}
+                k: v for k, v in shown_auth.items() if k.lower() in auth_recorded or k.lower() == "authorization"}
         note = f"{http_method} {target}"
-        if sent_query:
+        if applied.sent_query:
             sep = "&" if "?" in target else "?"
-            target, note = f"{target}{sep}{sent_query}", f"{note}{sep}{shown_query}"
+            target, note = f"{target}{sep}{applied.sent_query}", f"{note}{sep}{applied.shown_query}"
         index = self._record(
             "send", proc=i, message=message, raw=body, headers=recorded, note=note
         )

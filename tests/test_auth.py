@@ -49,7 +49,8 @@ def _serve(issuer: AuthServer, db: Path, *bugs: str) -> tuple[subprocess.Popen[s
 
 def _send(url: str, case: str, msg: dict | None = None) -> tuple[int, str | None, bytes]:
     msg = msg or DISCOVER
-    headers, _, _, query = auth_client.apply_auth(wire.http_headers(msg) | {AUTH_DIRECTIVE: case}, url)
+    applied = auth_client.apply_auth(wire.http_headers(msg) | {AUTH_DIRECTIVE: case}, url)
+    headers, query = applied.wire, applied.sent_query
     parts = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     conn.request("POST", parts.path + (f"?{query}" if query else ""), body=orjson.dumps(msg), headers=headers)
@@ -181,3 +182,16 @@ def test_issuer_placeholder_without_auth_is_a_one_line_error(tmp_path: Path) -> 
     assert result.returncode == 2 and "add --auth" in result.stderr and "Traceback" not in result.stderr
     bad = run_cli("fuzz", "--target", target, "--auth", "--auth-issuer", "http://10.0.0.1:9", "--max-examples", "1")
     assert bad.returncode == 2 and "loopback" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_load_with_auth_sends_valid_tokens_to_a_protected_server(tmp_path: Path) -> None:
+    target = reference_http(tmp_path / "db.sqlite").replace(" --db", " --auth-issuer {issuer} --db", 1)
+    out = tmp_path / "load"
+    result = run_cli("load", "--target", target, "--auth", "--run-time", "3s", "--users", "2", "--out", str(out),
+                     "--fail-on", "failures>0", timeout=180)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert (out / "summary.json").is_file()
+    line = last_line(result.stdout)
+    assert line.startswith("load: ") and " 0 failures" in line and line.endswith(" 0 violations"), line
+    bad = run_cli("load", "--target", target, "--run-time", "3s", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "add --auth" in bad.stderr and "Traceback" not in bad.stderr

@@ -58,6 +58,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "auth-expiry-unchecked": ("http+auth", "auth", 20, ""),
     "auth-signature-unchecked": ("http+auth", "auth", 20, ""),
     "auth-no-www-authenticate": ("http+auth", "auth", 20, ""),
+    "auth-metadata-origin-resource": ("http+auth", "auth", 20, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12

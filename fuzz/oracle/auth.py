@@ -22,6 +22,8 @@ protected resource metadata, RFC 9110 HTTP semantics.
 | AUTH-11 | A 401 carries a `WWW-Authenticate` header (Bearer challenge); so does a 403 for insufficient scope. | MUST | RFC 9110 §15.5.2, §11.6.1; RFC 6750 §3; MCP auth §Protected Resource Metadata Discovery |
 | AUTH-12 | The 401 challenge names the protected resource metadata (`resource_metadata` parameter). | SHOULD | RFC 9728 §5.1; MCP auth §Protected Resource Metadata Discovery (header or well-known URI) |
 | AUTH-13 | The 403 challenge for insufficient scope says `error="insufficient_scope"`. | MUST | MCP auth §Scope Challenge Handling; RFC 6750 §3.1; DIGEST HTTP-13 |
+| AUTH-14 | The protected resource metadata is served (unauthenticated) at the endpoint's RFC 9728 well-known URI, or at the host's root one, and its `resource` is the endpoint's URL. | MUST | MCP auth §Authorization Server Discovery ("MUST implement OAuth 2.0 Protected Resource Metadata"); RFC 9728 §3, §3.3 |
+| AUTH-15 | That document's `authorization_servers` names the issuer the server was configured with. | MUST | MCP auth §Authorization Server Location; RFC 9728 §2 |
 
 Each AUTH-01..10 rule judges the requests whose token case (`strategies.auth_tokens`) names it;
 the case travels with the request as the directive the driver recorded, so a replay is judged by
@@ -36,7 +38,14 @@ from typing import Final
 from fuzz.oracle.exchange import Exchange, Pair
 from fuzz.oracle.facts import header
 from fuzz.oracle.model import BOTH_ERAS, Strength, Violation, rule
-from strategies.auth_tokens import TokenCase, case_of_headers
+from strategies.auth_tokens import (
+    AUTH_DIRECTIVE,
+    ISSUER_HEADER,
+    METADATA_AT,
+    RESOURCE_HEADER,
+    TokenCase,
+    case_of_headers,
+)
 
 _STRENGTH: Final[dict[str, Strength]] = {"AUTH-01": "SHOULD", "AUTH-10": "SHOULD"}
 _RESOURCE_METADATA: Final = re.compile(r'(?:^|[\s,])resource_metadata\s*=\s*"?[^",\s]+', re.I)
@@ -157,11 +166,63 @@ def auth_13_insufficient_scope(x: Exchange) -> list[Violation]:
     return out
 
 
+def _metadata_fetch(pair: Pair) -> str | None:
+    """The metadata directive of a request (a GET of the well-known URI), or None."""
+    name = header(pair.headers or {}, AUTH_DIRECTIVE)
+    return name.strip() if name is not None and name.strip() in METADATA_AT else None
+
+
+def _metadata_documents(x: Exchange) -> tuple[list[Pair], list[tuple[Pair, int, dict]]]:
+    fetches = [p for p in x.pairs if _metadata_fetch(p)]
+    docs = []
+    for pair in fetches:
+        for i in pair.responses or (*pair.stream, *pair.http):
+            event = x.events[i]
+            if event.status == 200 and isinstance(event.message, dict):
+                docs.append((pair, i, event.message))
+                break
+    return fetches, docs
+
+
+@rule("AUTH-14", "MUST", "the protected resource metadata is served at the endpoint's well-known URI (or the root "
+      "one) and its resource is the endpoint URL", eras=BOTH_ERAS, scope="transcript")
+def auth_14_resource_metadata(x: Exchange) -> list[Violation]:
+    fetches, docs = _metadata_documents(x)
+    if not fetches or any(x.status_of(p) is None for p in fetches):
+        return []  # not asked, or an answer is missing (a timeout is liveness, not this rule)
+    if not docs:
+        statuses = ", ".join(f"{_metadata_fetch(p)}: HTTP {x.status_of(p)}" for p in fetches)
+        return [Violation("AUTH-14", "MUST", "no protected resource metadata at the well-known URIs", statuses,
+                          None, fetches[0].index)]
+    out: list[Violation] = []
+    for pair, i, doc in docs:
+        resource = header(pair.headers or {}, RESOURCE_HEADER)
+        if resource and doc.get("resource") != resource:
+            out.append(Violation("AUTH-14", "MUST", "the metadata's resource is not this endpoint",
+                                 f"resource {doc.get('resource')!r}, endpoint {resource!r}", None, i))
+    return out
+
+
+@rule("AUTH-15", "MUST", "the protected resource metadata's authorization_servers names the configured issuer",
+      eras=BOTH_ERAS, scope="transcript")
+def auth_15_authorization_servers(x: Exchange) -> list[Violation]:
+    out: list[Violation] = []
+    for pair, i, doc in _metadata_documents(x)[1]:
+        issuer = header(pair.headers or {}, ISSUER_HEADER)
+        servers = doc.get("authorization_servers")
+        if issuer and (not isinstance(servers, list) or issuer not in servers):
+            out.append(Violation("AUTH-15", "MUST", "the metadata does not name the issuer",
+                                 f"authorization_servers {servers!r}", None, i))
+    return out
+
+
 def refused_by_auth(x: Exchange, send_index: int) -> bool:
-    """Whether the request at `send_index` was refused for its token as its case demands: the
-    other rules do not judge such an answer (it is the authorization layer's, not MCP's)."""
+    """Whether the request at `send_index` is the authorization layer's business: refused for its
+    token as its case demands, or a metadata fetch. The other rules do not judge its answer."""
     pair = x.pair_at.get(send_index)
     if pair is None:
         return False
+    if _metadata_fetch(pair):
+        return True
     case = token_case(pair)
     return case is not None and not case.served and x.status_of(pair) in (400, 401, 403)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fuzz.properties.base import Context, Probe, Property
 from fuzz.properties.case import Case, Step
 from fuzz.properties.common import Call, CaseBuilder, surface_calls
-from strategies.auth_tokens import TOKEN_CASES
+from strategies.auth_tokens import METADATA_AT, TOKEN_CASES
 from targets import auth_client, wire
 
 
@@ -35,8 +35,11 @@ class AuthProperty(Property):
         return st.builds(self._build, st.sampled_from(sorted(TOKEN_CASES)), surface_calls(ctx.surface, mrtr=False))
 
     def coverage(self, ctx: Context) -> list[Probe]:
-        return [Probe(f"token-{name}", case.rule, self._build(name, Call("tools/list")))
-                for name, case in TOKEN_CASES.items()]
+        metadata = Case(self.name, [Step(proc=0, raw=b"", headers=auth_client.directive(name), label=name,
+                                         mutation=name, http_method="GET") for name in METADATA_AT],
+                        warm=[0], params={"token_case": "metadata"})
+        return [*(Probe(f"token-{name}", case.rule, self._build(name, Call("tools/list")))
+                  for name, case in TOKEN_CASES.items()), Probe("protected-resource-metadata", "AUTH-14", metadata)]
 
     def _build(self, token_case: str, call: Call) -> Case:
         b = CaseBuilder(self.name)

@@ -95,6 +95,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "with --auth-issuer: a token's claims are read without verifying its signature (alg none, foreign keys too)"),
     Mutant("auth-no-www-authenticate", ("AUTH-11",), "http",
            "with --auth-issuer: a 401 or 403 is sent without a WWW-Authenticate header"),
+    Mutant("auth-metadata-origin-resource", ("AUTH-14",), "http",
+           "with --auth-issuer: the protected resource metadata names the server's origin as resource, not its /mcp endpoint"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
 )

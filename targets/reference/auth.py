@@ -59,7 +59,10 @@ class ResourceGuard:
 
     def metadata(self) -> dict[str, Any]:
         """The protected resource metadata (RFC 9728 section 2)."""
-        return {"resource": self.resource, "authorization_servers": [self.issuer],
+        resource = self.resource
+        if "auth-metadata-origin-resource" in self.bugs:  # the mutant: the origin, not the endpoint
+            resource = resource.rsplit("/", 1)[0]
+        return {"resource": resource, "authorization_servers": [self.issuer],
                 "scopes_supported": [SCOPE], "bearer_methods_supported": ["header"]}
 
     def _refuse(self, status: int, error: str, description: str) -> Refusal:
