@@ -195,3 +195,24 @@ def test_load_with_auth_sends_valid_tokens_to_a_protected_server(tmp_path: Path)
     assert line.startswith("load: ") and " 0 failures" in line and line.endswith(" 0 violations"), line
     bad = run_cli("load", "--target", target, "--run-time", "3s", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "add --auth" in bad.stderr and "Traceback" not in bad.stderr
+
+
+SDK_SERVER = Path(__file__).parent / "servers" / "sdk_server.py"
+
+
+@pytest.mark.slow
+def test_the_python_sdk_as_a_resource_server_passes_and_unprotected_fails(tmp_path: Path) -> None:
+    """A real SDK server (mcp 2.3.0's AuthSettings + a joserfc TokenVerifier): every token case
+    gets its reaction, the metadata is right (no finding); the same server without auth serves
+    every credential, and each case's rule says so."""
+    base = f"http+spawn:{sys.executable} {SDK_SERVER} --transport http --port {{port}} --state-key {'k' * 32}"
+    found: dict[str, set[str]] = {}
+    for name, target in (("protected", base + " --auth-issuer {issuer}"), ("open", base)):
+        out = tmp_path / name
+        result = run_cli("fuzz", "--target", target, "--auth", "--properties", "auth", "--max-examples", "20",
+                         "--seed", "5", "--out", str(out), "--no-database", timeout=240)
+        assert result.returncode in (0, 1), result.stderr
+        found[name] = {f["rule"] for f in json.loads((out / "findings.json").read_text())["findings"]}
+    assert found["protected"] == set()
+    assert found["open"] >= {"AUTH-02", "AUTH-03", "AUTH-04", "AUTH-05", "AUTH-06", "AUTH-07", "AUTH-08",
+                             "AUTH-09", "AUTH-10", "AUTH-14"}
