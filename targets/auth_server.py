@@ -157,3 +157,32 @@ class AuthServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def auth_server_main(argv: list[str]) -> int:
+    """`mcp-gauntlet auth-server`: run one until SIGINT/SIGTERM, for a server started by hand
+    (`--auth-issuer URL` of the server, then `fuzz --auth --auth-issuer URL`)."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(prog="mcp-gauntlet auth-server",
+                                     description="A loopback OAuth authorization server minting test tokens.")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        print("mcp-gauntlet auth-server: error: --port must be 0..65535", file=sys.stderr)
+        return 2
+    try:
+        server = AuthServer(port=args.port)
+    except OSError as exc:
+        print(f"mcp-gauntlet auth-server: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print(f"authorization server: {server.issuer} (keys generated for this run, in memory only)", flush=True)
+    stop.wait()
+    server.close()
+    return 0

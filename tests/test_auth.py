@@ -216,3 +216,33 @@ def test_the_python_sdk_as_a_resource_server_passes_and_unprotected_fails(tmp_pa
     assert found["protected"] == set()
     assert found["open"] >= {"AUTH-02", "AUTH-03", "AUTH-04", "AUTH-05", "AUTH-06", "AUTH-07", "AUTH-08",
                              "AUTH-09", "AUTH-10", "AUTH-14"}
+
+
+def test_a_running_server_and_a_running_auth_server_are_fuzzed_with_auth_issuer(tmp_path: Path) -> None:
+    """`mcp-gauntlet auth-server` for a server started by hand; fuzz and probe adopt it."""
+    issuer_proc = subprocess.Popen([sys.executable, "-m", "fuzz.cli", "auth-server"], stdout=subprocess.PIPE,
+                                   text=True)
+    server = None
+    try:
+        assert issuer_proc.stdout is not None
+        issuer_url = issuer_proc.stdout.readline().split()[2]
+        assert issuer_url.startswith("http://127.0.0.1:")
+        server = subprocess.Popen([sys.executable, "-m", "targets.reference", "--transport", "http", "--port", "0",
+                                   "--db", str(tmp_path / "db.sqlite"), "--auth-issuer", issuer_url,
+                                   "--bug", "auth-audience-unchecked"], stderr=subprocess.PIPE, text=True)
+        assert server.stderr is not None
+        url = server.stderr.readline().split()[-1]
+        probe = run_cli("probe", "--target", url, "--auth", "--auth-issuer", issuer_url, timeout=60)
+        assert probe.returncode == 0 and "era:" in probe.stdout, probe.stderr
+        unauthorized = run_cli("probe", "--target", url, timeout=60)
+        assert unauthorized.returncode == 2, unauthorized.stdout
+        out = tmp_path / "out"
+        result = run_cli("fuzz", "--target", url, "--auth", "--auth-issuer", issuer_url, "--properties", "auth",
+                         "--max-examples", "20", "--seed", "2", "--out", str(out), "--no-database")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert {f["rule"] for f in json.loads((out / "findings.json").read_text())["findings"]} == {"AUTH-03"}
+    finally:
+        for proc in (server, issuer_proc):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(10)
