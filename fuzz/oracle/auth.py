@@ -33,6 +33,7 @@ the same rows. Nothing here fires on a run without `--auth` (no request carries 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from fuzz.oracle.exchange import Exchange, Pair
@@ -121,49 +122,40 @@ for _id, _statement in _CASE_RULES.items():
     _register(_id, _statement)
 
 
-@rule("AUTH-11", "MUST", "a 401 (and a 403 for insufficient scope) carries a WWW-Authenticate challenge", eras=BOTH_ERAS)
-def auth_11_challenge_present(x: Exchange) -> list[Violation]:
-    out: list[Violation] = []
+def _challenged(x: Exchange) -> Iterator[tuple[Pair, TokenCase, int, int, str | None]]:
+    """(request, its token case, status, answer index, WWW-Authenticate or None) of each
+    request sent with a token case that got an HTTP status."""
     for pair in x.pairs:
         case = token_case(pair)
         status = x.status_of(pair)
-        if case is None or status not in (401, 403) or (status == 403 and case.rule != "AUTH-09"):
-            continue
-        at = _challenge(x, pair)
-        if at is not None and at[1] is None:
-            out.append(Violation("AUTH-11", "MUST", f"HTTP {status} without WWW-Authenticate",
-                                 f"token case {case.name}: a client cannot learn how to authorize",
-                                 pair.method, at[0]))
-    return out
+        at = _challenge(x, pair) if case is not None and status is not None else None
+        if case is not None and status is not None and at is not None:
+            yield pair, case, status, at[0], at[1]
+
+
+@rule("AUTH-11", "MUST", "a 401 (and a 403 for insufficient scope) carries a WWW-Authenticate challenge", eras=BOTH_ERAS)
+def auth_11_challenge_present(x: Exchange) -> list[Violation]:
+    return [Violation("AUTH-11", "MUST", f"HTTP {status} without WWW-Authenticate",
+                      f"token case {case.name}: a client cannot learn how to authorize", pair.method, i)
+            for pair, case, status, i, value in _challenged(x)
+            if value is None and (status == 401 or (status == 403 and case.rule == "AUTH-09"))]
 
 
 @rule("AUTH-12", "SHOULD", "the 401 challenge names the protected resource metadata (resource_metadata)",
       eras=BOTH_ERAS)
 def auth_12_resource_metadata(x: Exchange) -> list[Violation]:
-    out: list[Violation] = []
-    for pair in x.pairs:
-        case = token_case(pair)
-        if case is None or x.status_of(pair) != 401:
-            continue
-        at = _challenge(x, pair)
-        if at is not None and at[1] is not None and not _RESOURCE_METADATA.search(at[1]):
-            out.append(Violation("AUTH-12", "SHOULD", "the 401 challenge has no resource_metadata",
-                                 f"WWW-Authenticate: {at[1][:120]}", pair.method, at[0]))
-    return out
+    return [Violation("AUTH-12", "SHOULD", "the 401 challenge has no resource_metadata",
+                      f"WWW-Authenticate: {value[:120]}", pair.method, i)
+            for pair, _, status, i, value in _challenged(x)
+            if status == 401 and value is not None and not _RESOURCE_METADATA.search(value)]
 
 
 @rule("AUTH-13", "MUST", 'the 403 challenge for insufficient scope says error="insufficient_scope"', eras=BOTH_ERAS)
 def auth_13_insufficient_scope(x: Exchange) -> list[Violation]:
-    out: list[Violation] = []
-    for pair in x.pairs:
-        case = token_case(pair)
-        if case is None or case.rule != "AUTH-09" or x.status_of(pair) != 403:
-            continue
-        at = _challenge(x, pair)
-        if at is not None and at[1] is not None and not _INSUFFICIENT.search(at[1]):
-            out.append(Violation("AUTH-13", "MUST", 'the 403 challenge lacks error="insufficient_scope"',
-                                 f"WWW-Authenticate: {at[1][:120]}", pair.method, at[0]))
-    return out
+    return [Violation("AUTH-13", "MUST", 'the 403 challenge lacks error="insufficient_scope"',
+                      f"WWW-Authenticate: {value[:120]}", pair.method, i)
+            for pair, case, status, i, value in _challenged(x)
+            if status == 403 and case.rule == "AUTH-09" and value is not None and not _INSUFFICIENT.search(value)]
 
 
 def _metadata_fetch(pair: Pair) -> str | None:
