@@ -18,6 +18,7 @@ USAGE = """usage: mcp-gauntlet COMMAND [options]
 commands:
   serve    the reference MCP 2026-07-28 server (the embedded default target)
   probe    which protocol era a target speaks, and what it offers
+  auth-server  a loopback OAuth authorization server to point a protected server at (--auth-issuer)
   frames   print generated (valid or malformed) client frames
   fuzz     a fuzz campaign against a target
   replay   re-run one reproduction file on a fresh target
@@ -38,6 +39,12 @@ def _probe(argv: list[str]) -> int:
     from targets.probe import probe_main
 
     return probe_main(argv)
+
+
+def _auth_server(argv: list[str]) -> int:
+    from targets.auth_server import auth_server_main
+
+    return auth_server_main(argv)
 
 
 def _frames(argv: list[str]) -> int:
@@ -73,6 +80,7 @@ def _load(argv: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "serve": _serve,
     "probe": _probe,
+    "auth-server": _auth_server,
     "frames": _frames,
     "fuzz": _fuzz,
     "replay": _replay,

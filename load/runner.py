@@ -34,7 +34,7 @@ from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from load.summary import format_table, read_json, summary_line, write_json
-from targets import extra_headers, ownership, processes, validate, wire
+from targets import auth_client, extra_headers, ownership, processes, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"server RSS growth that fails the run (default {DEFAULT_MEMORY_THRESHOLD_MB:g})")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback http:// target")
     extra_headers.add_option(p)  # every Locust user's request carries them (load/mcp_client.py)
+    auth_client.add_options(p)  # every request carries a valid token of the harness's issuer
     p.add_argument("--isolate-network", action="store_true",
                    help="start each server (the default or http+spawn:) in a network namespace of its own, "
                         "reached through a relay on its loopback port (Linux, root)")
@@ -177,7 +178,8 @@ def discover_ok(url: str, timeout: float) -> str | None:
     conn = deadline_connection(parts.scheme, parts.hostname or "127.0.0.1", port, time.monotonic() + timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        conn.request("POST", path, body=wire.dumps(msg), headers=wire.http_headers(msg) | extra_headers.expanded())
+        headers = auth_client.apply_auth(wire.http_headers(msg) | extra_headers.expanded(), url).wire
+        conn.request("POST", path, body=wire.dumps(msg), headers=headers)
         resp = conn.getresponse()
         body = read_capped(resp)  # bounded in bytes and, through the connection, in time
         messages = wire.response_messages(resp.getheader("content-type"), body)
@@ -397,9 +399,22 @@ def load_main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         run_s, gates, margin, baseline = _validate(args)
-    except UsageError as exc:
+        if not args.auth and auth_client.needs_issuer([args.target or ""]):
+            raise UsageError("the target command names {issuer}: add --auth")
+        # before any process starts: the Locust processes find the issuer through the environment
+        auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
+    except (UsageError, auth_client.AuthServerError) as exc:
         print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
         return 2
+    try:
+        return _load_main(args, run_s, gates, margin, baseline)
+    finally:
+        if auth is not None:
+            auth.close()
+
+
+def _load_main(args: argparse.Namespace, run_s: float, gates: list[gates_mod.Gate], margin: float,
+               baseline: dict[str, Any] | None) -> int:
     with ownership.owned_tempdir(TMP_PREFIX) as tmp:
         try:
             spec = _target(args, Path(tmp))
