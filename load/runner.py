@@ -33,7 +33,7 @@ from load import gates as gates_mod
 from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
-from load.summary import format_table, read_json, summary_line, write_json
+from load.summary import consistency, format_table, read_json, summary_line, write_json
 from targets import auth_client, extra_headers, ownership, processes, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-margin", default="20%", help="regression margin against --baseline (default 20%%)")
     p.add_argument("--baseline-floor-ms", type=float, default=0.5,
                    help="latency changes smaller than this are never regressions (default 0.5)")
+    p.add_argument("--baseline-min-samples", type=int, default=gates_mod.DEFAULT_MIN_SAMPLES,
+                   help="a name's p99 is gated against --baseline only with this many samples in both runs "
+                        f"(default {gates_mod.DEFAULT_MIN_SAMPLES})")
+    p.add_argument("--rate-tolerance", default=f"{gates_mod.DEFAULT_RATE_TOLERANCE * 100:g}%",
+                   help="open model: share of the arrivals due that may go unsent before the run fails "
+                        f"(default {gates_mod.DEFAULT_RATE_TOLERANCE * 100:g}%%)")
     p.add_argument("--memory-threshold-mb", type=float, default=DEFAULT_MEMORY_THRESHOLD_MB,
                    help=f"server RSS growth that fails the run (default {DEFAULT_MEMORY_THRESHOLD_MB:g})")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback http:// target")
@@ -105,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bug", action="append", default=[], metavar="NAME",
                    help="embedded default only: start the reference server with this mutant bug")
     p.add_argument("--path", default="/mcp", help="MCP endpoint path of http+spawn instances (default /mcp)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds per request, and for each started server to answer (default 10)")
     p.add_argument("--log-level", default="", help="send this logLevel in _meta (servers may stream logs over SSE)")
     p.add_argument("--mrtr-in-flight", type=int, default=4, help="open MRTR operations per user (default 4)")
     p.add_argument("--mrtr-gap", type=int, default=1, help="other requests between two legs (default 1)")
@@ -328,6 +335,7 @@ def _finite(name: str, value: float | None, low: float, high: float, *, low_ok: 
 
 
 def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], float, dict[str, Any] | None]:
+    """Every option checked before anything starts (sets args.tolerance, the parsed --rate-tolerance)."""
     users_given = args.users is not None
     if args.rate is not None and args.users is not None:
         raise UsageError("--users is the closed model and --rate the open one: give one of them "
@@ -348,6 +356,8 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     _finite("--progress-every", args.progress_every, 0.0, 3600.0, low_ok=True)
     _finite("--memory-threshold-mb", args.memory_threshold_mb, 0.0, 1e7)
     _finite("--baseline-floor-ms", args.baseline_floor_ms, 0.0, 1e7, low_ok=True)
+    if not 1 <= args.baseline_min_samples <= 10**9:
+        raise UsageError("--baseline-min-samples must be between 1 and 10^9")
     run_s = parse_duration(args.run_time)
     try:  # before any process starts: the Locust processes inherit them through the environment
         extra_headers.configure(args.header)
@@ -379,6 +389,7 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     try:
         gates = gates_mod.parse_gates(args.fail_on)
         margin = gates_mod.parse_margin(args.baseline_margin)
+        args.tolerance = gates_mod.parse_tolerance(args.rate_tolerance)
     except gates_mod.GateError as exc:
         raise UsageError(str(exc)) from None
     baseline = None
@@ -470,7 +481,9 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
             print(f"mcp-gauntlet load: error: the step at {rate:g}/s did not finish; see {step_out / 'locust.log'}",
                   file=sys.stderr)
             return None
-        return read_json(step_out / "summary.json")
+        summary = read_json(step_out / "summary.json")
+        summary["config"] = {"processes": args.processes}  # read by the delivered-rate check
+        return summary
 
     failed: list[float] = []
     numbers = itertools.count(1)
@@ -481,7 +494,7 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
             failed.append(rate)
         return summary
 
-    found = capacity.search(run_or_note, slos, start=args.start_rate, factor=args.rate_factor,
+    found = capacity.search(run_or_note, slos, tolerance=args.tolerance, start=args.start_rate, factor=args.rate_factor,
                             max_rate=args.max_rate, refine=args.refine,
                             on_step=lambda step: print(capacity.format_row(step.row(), next(numbers)), flush=True))
     report = capacity.report(found, slos, urls=urls, step_s=step_s, incomplete=bool(failed))
@@ -514,7 +527,8 @@ def _run(
     try:
         if spec.kind == "http+spawn":
             print(f"starting {args.instances} instance(s) of {spec.text}", flush=True)
-            pool = SpawnPool(spec, args.instances)
+            # a started server has --timeout to answer, like any request (not a fixed wait)
+            pool = SpawnPool(spec, args.instances, ready_timeout=max(args.timeout, 1.0))
             try:
                 pool.start()
             except TargetError as exc:
@@ -570,14 +584,22 @@ def _run(
     summary["gates"] = [{"gate": r.gate.text, "value": r.value, "crossed": r.crossed} for r in results]
     changes = []
     if baseline is not None:
-        changes = gates_mod.compare_baseline(summary, baseline, margin=margin, floor_ms=args.baseline_floor_ms)
+        changes = gates_mod.compare_baseline(summary, baseline, margin=margin, floor_ms=args.baseline_floor_ms,
+                                             min_samples=args.baseline_min_samples)
         summary["baseline"] = {
-            "file": str(args.baseline), "margin": margin,
+            "file": str(args.baseline), "margin": margin, "floor_ms": args.baseline_floor_ms,
+            "min_samples": args.baseline_min_samples,
+            "tolerates": gates_mod.describe_noise(margin, args.baseline_floor_ms, args.baseline_min_samples),
             "changes": [{"name": c.name, "metric": c.metric, "before": c.before, "after": c.after,
-                         "regression": c.regression} for c in changes],
+                         "regression": c.regression, "not_gated": c.not_gated} for c in changes],
             "regressions": sum(c.regression for c in changes),
         }
-    reasons = _verdict(summary, results, changes)
+    summary["consistency"] = consistency(summary)
+    delivery = gates_mod.undelivered(summary, args.tolerance)
+    if (summary.get("model") or {}).get("kind") == "open":
+        summary["model"]["tolerance"] = args.tolerance
+        summary["model"]["delivered"] = delivery is None
+    reasons = _verdict(summary, results, changes, delivery)
     summary["verdict"] = {"exit_status": 1 if reasons else 0, "reasons": reasons}
     write_json(summary_path, summary)
     (out / "report.html").write_text(report_mod.render(summary), encoding="utf-8")
@@ -587,7 +609,8 @@ def _run(
     for r in results:
         print(r.describe())
     if changes:
-        print(f"baseline {args.baseline} (margin {margin * 100:g}%):")
+        print(f"baseline {args.baseline}: "
+              + gates_mod.describe_noise(margin, args.baseline_floor_ms, args.baseline_min_samples))
         for c in changes:
             print("  " + c.describe())
     for reason in reasons:
@@ -597,8 +620,13 @@ def _run(
     return 1 if reasons else 0
 
 
-def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], changes: list[gates_mod.Change]) -> list[str]:
+def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], changes: list[gates_mod.Change],
+             delivery: str | None = None) -> list[str]:
     reasons = []
+    if summary.get("consistency"):
+        reasons.append("inconsistent figures (a harness bug): " + "; ".join(summary["consistency"]))
+    if delivery is not None:
+        reasons.append(delivery)
     if summary.get("failures"):
         reasons.append(f"{summary['failures']} failed requests or operations")
     if summary.get("violations"):
