@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from fuzz.oracle.registry import RULES, judge_response
-from strategies.auth_tokens import AUTH_DIRECTIVE, TOKEN_CASES
+from strategies.auth_tokens import AUTH_DIRECTIVE, TOKEN_CASES, TokenCase
 from targets import auth_client, wire
 from targets.auth_server import AuthServer
 from tests.fuzz_support import last_line, reference_http, run_cli
@@ -246,3 +246,22 @@ def test_a_running_server_and_a_running_auth_server_are_fuzzed_with_auth_issuer(
             if proc is not None:
                 proc.terminate()
                 proc.wait(10)
+
+
+_CHALLENGE = 'Bearer error="invalid_token", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource"'
+_SERVED = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}}
+
+
+@pytest.mark.parametrize("case", [c for c in TOKEN_CASES.values() if not c.served], ids=lambda c: c.name)
+def test_each_token_case_rule_fires_when_served_and_not_when_refused(case: TokenCase) -> None:
+    """Crafted both ways: a refused credential that was served breaks the case's rule; the refusal
+    the rule asks for (with its challenge) draws no AUTH rule at all."""
+    served = judge_response(DISCOVER, _SERVED, http_status=200, headers={},
+                            request_headers={AUTH_DIRECTIVE: case.name}, rules=[case.rule])
+    assert [v.rule for v in served] == [case.rule]
+    status = min(case.statuses)
+    challenge = _CHALLENGE.replace("invalid_token", "insufficient_scope") if status == 403 else _CHALLENGE
+    refused = judge_response(DISCOVER, None, http_status=status, headers={"WWW-Authenticate": challenge},
+                             request_headers={AUTH_DIRECTIVE: case.name},
+                             rules=[r for r in RULES if r.startswith("AUTH-")])
+    assert refused == [], [(v.rule, v.title) for v in refused]
