@@ -147,12 +147,15 @@ def _campaign(tmp_path: Path, *bugs: str, properties: str = "auth", examples: in
     return result, out
 
 
-@pytest.mark.parametrize(("bug", "rule"), [
-    ("auth-audience-unchecked", "AUTH-03"),
-    ("auth-expiry-unchecked", "AUTH-04"),
-    ("auth-signature-unchecked", "AUTH-07"),
-    ("auth-no-www-authenticate", "AUTH-11"),
-])
+AUTH_MUTANT_RULES: dict[str, str] = {
+    "auth-audience-unchecked": "AUTH-03",
+    "auth-expiry-unchecked": "AUTH-04",
+    "auth-signature-unchecked": "AUTH-07",
+    "auth-no-www-authenticate": "AUTH-11",
+}
+
+
+@pytest.mark.parametrize(("bug", "rule"), list(AUTH_MUTANT_RULES.items()))
 def test_a_short_auth_campaign_finds_the_mutant_and_its_repro_replays(tmp_path: Path, bug: str, rule: str) -> None:
     result, out = _campaign(tmp_path, bug)
     assert result.returncode == 1, result.stderr
