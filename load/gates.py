@@ -139,13 +139,17 @@ def evaluate(gates: list[Gate], summary: dict[str, Any]) -> list[GateResult]:
 # --- baseline ---
 
 
+def _percentage(text: str, option: str, example: str) -> float:
+    """A percentage option's value ('20%' or '20'), as a number of percent."""
+    try:
+        return float(text.strip().removesuffix("%").strip())
+    except ValueError:
+        raise GateError(f"{option} {text!r}: expected a percentage such as {example}") from None
+
+
 def parse_margin(text: str) -> float:
     """'20%' or '20' -> 0.20; the margin is always a percentage."""
-    raw = text.strip().removesuffix("%").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        raise GateError(f"--baseline-margin {text!r}: expected a percentage such as 20%") from None
+    value = _percentage(text, "--baseline-margin", "20%")
     if value < 0:
         raise GateError(f"--baseline-margin {text!r}: must not be negative")
     return value / 100.0
@@ -235,11 +239,7 @@ GENERATOR_BUSY = 0.85
 
 def parse_tolerance(text: str) -> float:
     """'1%' or '1' -> 0.01, at most 100%."""
-    raw = text.strip().removesuffix("%").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        raise GateError(f"--rate-tolerance {text!r}: expected a percentage such as 1%") from None
+    value = _percentage(text, "--rate-tolerance", "1%")
     if not 0 <= value <= 100:
         raise GateError(f"--rate-tolerance {text!r}: must be between 0% and 100%")
     return value / 100.0
