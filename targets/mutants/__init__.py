@@ -21,6 +21,12 @@ class Mutant:
     transport: Literal["any", "stdio", "http"]
     description: str
 
+    @property
+    def needs_auth(self) -> bool:
+        """Its bug lives in token validation: only a reference server run as a resource server of
+        the harness's issuer (`--auth-issuer {issuer}`) under `fuzz --auth` can show it."""
+        return all(rule.startswith("AUTH-") for rule in self.rules)
+
 
 _ALL: Final[tuple[Mutant, ...]] = (
     Mutant("remembered-capabilities", ("META-02",), "any",
