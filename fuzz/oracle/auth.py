@@ -38,7 +38,7 @@ from typing import Final
 
 from fuzz.oracle.exchange import Exchange, Pair
 from fuzz.oracle.facts import header
-from fuzz.oracle.model import BOTH_ERAS, Strength, Violation, rule
+from fuzz.oracle.model import BOTH_ERAS, RULES, Violation, rule
 from strategies.auth_tokens import (
     AUTH_DIRECTIVE,
     ISSUER_HEADER,
@@ -48,7 +48,6 @@ from strategies.auth_tokens import (
     case_of_headers,
 )
 
-_STRENGTH: Final[dict[str, Strength]] = {"AUTH-01": "SHOULD", "AUTH-10": "SHOULD"}
 _RESOURCE_METADATA: Final = re.compile(r'(?:^|[\s,])resource_metadata\s*=\s*"?[^",\s]+', re.I)
 _INSUFFICIENT: Final = re.compile(r'(?:^|[\s,])error\s*=\s*"?insufficient_scope"?', re.I)
 
@@ -74,7 +73,7 @@ def _challenge(x: Exchange, pair: Pair) -> tuple[int, str | None] | None:
 def _judge_case(x: Exchange, rule_id: str) -> list[Violation]:
     if not x.transport.http_semantics:
         return []
-    strength = _STRENGTH.get(rule_id, "MUST")
+    strength = RULES[rule_id].strength  # as the rule was registered below
     out: list[Violation] = []
     for pair in x.pairs:
         case = token_case(pair)
@@ -101,25 +100,58 @@ def _judge_case(x: Exchange, rule_id: str) -> list[Violation]:
     return out
 
 
-def _register(rule_id: str, statement: str) -> None:
-    strength = _STRENGTH.get(rule_id, "MUST")
-    rule(rule_id, strength, statement, eras=BOTH_ERAS)(lambda x: _judge_case(x, rule_id))
+# One plain function per token-case rule, named by its id: each judges the requests sent with
+# the token cases that probe it (strategies/auth_tokens.TOKEN_CASES names each case's rule).
 
 
-_CASE_RULES: Final[dict[str, str]] = {
-    "AUTH-01": "a request with a valid token is served, not refused with 401/403",
-    "AUTH-02": "a request without a token gets 401",
-    "AUTH-03": "a token issued for another resource (aud) is refused with 401",
-    "AUTH-04": "an expired token is refused with 401",
-    "AUTH-05": "a token not yet valid (nbf) is refused with 401",
-    "AUTH-06": "a token from another issuer is refused with 401",
-    "AUTH-07": "a token whose signature does not verify (altered, alg none, unknown key) is refused with 401",
-    "AUTH-08": "a malformed Authorization header is refused with 400 or 401",
-    "AUTH-09": "a token without the required scope gets 403",
-    "AUTH-10": "a token in the query string is not accepted (401)",
-}
-for _id, _statement in _CASE_RULES.items():
-    _register(_id, _statement)
+@rule("AUTH-01", "SHOULD", "a request with a valid token is served, not refused with 401/403", eras=BOTH_ERAS)
+def auth_01(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-01")
+
+
+@rule("AUTH-02", "MUST", "a request without a token gets 401", eras=BOTH_ERAS)
+def auth_02(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-02")
+
+
+@rule("AUTH-03", "MUST", "a token issued for another resource (aud) is refused with 401", eras=BOTH_ERAS)
+def auth_03(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-03")
+
+
+@rule("AUTH-04", "MUST", "an expired token is refused with 401", eras=BOTH_ERAS)
+def auth_04(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-04")
+
+
+@rule("AUTH-05", "MUST", "a token not yet valid (nbf) is refused with 401", eras=BOTH_ERAS)
+def auth_05(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-05")
+
+
+@rule("AUTH-06", "MUST", "a token from another issuer is refused with 401", eras=BOTH_ERAS)
+def auth_06(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-06")
+
+
+@rule("AUTH-07", "MUST", "a token whose signature does not verify (altered, alg none, unknown key) is refused with 401", eras=BOTH_ERAS)
+def auth_07(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-07")
+
+
+@rule("AUTH-08", "MUST", "a malformed Authorization header is refused with 400 or 401", eras=BOTH_ERAS)
+def auth_08(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-08")
+
+
+@rule("AUTH-09", "MUST", "a token without the required scope gets 403", eras=BOTH_ERAS)
+def auth_09(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-09")
+
+
+@rule("AUTH-10", "SHOULD", "a token in the query string is not accepted (401)", eras=BOTH_ERAS)
+def auth_10(x: Exchange) -> list[Violation]:
+    return _judge_case(x, "AUTH-10")
 
 
 def _challenged(x: Exchange) -> Iterator[tuple[Pair, TokenCase, int, int, str | None]]:
@@ -134,7 +166,7 @@ def _challenged(x: Exchange) -> Iterator[tuple[Pair, TokenCase, int, int, str | 
 
 
 @rule("AUTH-11", "MUST", "a 401 (and a 403 for insufficient scope) carries a WWW-Authenticate challenge", eras=BOTH_ERAS)
-def auth_11_challenge_present(x: Exchange) -> list[Violation]:
+def auth_11(x: Exchange) -> list[Violation]:
     return [Violation("AUTH-11", "MUST", f"HTTP {status} without WWW-Authenticate",
                       f"token case {case.name}: a client cannot learn how to authorize", pair.method, i)
             for pair, case, status, i, value in _challenged(x)
@@ -143,7 +175,7 @@ def auth_11_challenge_present(x: Exchange) -> list[Violation]:
 
 @rule("AUTH-12", "SHOULD", "the 401 challenge names the protected resource metadata (resource_metadata)",
       eras=BOTH_ERAS)
-def auth_12_resource_metadata(x: Exchange) -> list[Violation]:
+def auth_12(x: Exchange) -> list[Violation]:
     return [Violation("AUTH-12", "SHOULD", "the 401 challenge has no resource_metadata",
                       f"WWW-Authenticate: {value[:120]}", pair.method, i)
             for pair, _, status, i, value in _challenged(x)
@@ -151,7 +183,7 @@ def auth_12_resource_metadata(x: Exchange) -> list[Violation]:
 
 
 @rule("AUTH-13", "MUST", 'the 403 challenge for insufficient scope says error="insufficient_scope"', eras=BOTH_ERAS)
-def auth_13_insufficient_scope(x: Exchange) -> list[Violation]:
+def auth_13(x: Exchange) -> list[Violation]:
     return [Violation("AUTH-13", "MUST", 'the 403 challenge lacks error="insufficient_scope"',
                       f"WWW-Authenticate: {value[:120]}", pair.method, i)
             for pair, case, status, i, value in _challenged(x)
@@ -178,7 +210,7 @@ def _metadata_documents(x: Exchange) -> tuple[list[Pair], list[tuple[Pair, int, 
 
 @rule("AUTH-14", "MUST", "the protected resource metadata is served at the endpoint's well-known URI (or the root "
       "one) and its resource is the endpoint URL", eras=BOTH_ERAS, scope="transcript")
-def auth_14_resource_metadata(x: Exchange) -> list[Violation]:
+def auth_14(x: Exchange) -> list[Violation]:
     fetches, docs = _metadata_documents(x)
     if not fetches or any(x.status_of(p) is None for p in fetches):
         return []  # not asked, or an answer is missing (a timeout is liveness, not this rule)
@@ -197,7 +229,7 @@ def auth_14_resource_metadata(x: Exchange) -> list[Violation]:
 
 @rule("AUTH-15", "MUST", "the protected resource metadata's authorization_servers names the configured issuer",
       eras=BOTH_ERAS, scope="transcript")
-def auth_15_authorization_servers(x: Exchange) -> list[Violation]:
+def auth_15(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     for pair, i, doc in _metadata_documents(x)[1]:
         issuer = header(pair.headers or {}, ISSUER_HEADER)
