@@ -2,7 +2,10 @@
 
 Each mutant is the reference server with exactly one realistic deviation switched on by name
 (`mcp-gauntlet serve --bug NAME`). The registry says which DIGEST rule ids a fuzzer should report
-for it, so a campaign against a mutant can be scored: found the rule, or missed it. The code that
+for it, so a campaign against a mutant can be scored: found the rule, or missed it. A rule listed
+is the server's duty a finding is filed under, never the rule the provoking frame breaks (a
+null id breaks the client's RPC-04; serving it breaks the server's RPC-01), so the list reads
+like a campaign's findings (tests/test_mutants_found.py checks each against one). The code that
 misbehaves lives next to the correct code in `targets/reference/` behind a flag, so a mutant can
 never drift away from the server it mutates.
 """
@@ -35,8 +38,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "calendars and events live in process memory, so a fresh process cannot see them"),
     Mutant("memory-request-state", ("MRTR-18", "SL-3"), "any",
            "requestState is a key into a per-process table, so the retry must reach the same process"),
-    Mutant("null-id-accepted", ("RPC-04",), "any",
-           "a request with id null is served and answered with id null"),
+    Mutant("null-id-accepted", ("RPC-01",), "any",
+           "a request with id null (a frame that breaks RPC-04) is served and answered with id null"),
     Mutant("cross-wired-ids", ("RPC-06",), "http",
            "an HTTP response carries the id of the previous request the process handled"),
     Mutant("missing-result-type", ("RT-01",), "any",
@@ -51,8 +54,8 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "a request without the required _meta keys gets -32601 instead of -32602"),
     Mutant("unsupported-version-no-data", ("META-06",), "any",
            "the -32022 error omits data.supported and data.requested"),
-    Mutant("exit-on-newline", ("STDIO-02",), "stdio",
-           "an empty line on stdin is mistaken for end of input and the server exits"),
+    Mutant("exit-on-newline", ("RPC-01",), "stdio",
+           "an empty line on stdin (a frame that breaks STDIO-02) is mistaken for end of input and the server exits"),
     Mutant("list-changes-after-call", ("TOOL-02",), "any",
            "after any tools/call the process adds an `undo_last_call` tool to its tools/list"),
     Mutant("serverinfo-top-level", ("DISC-04",), "any",

@@ -7,9 +7,9 @@ each seed, one plain campaign as a user runs it:
         --stop-on-rule <the bug's rule ids>
 
 over the transport the mutant lives on (stdio for "any"), with no example database. The mutant
-counts as found when a finding carries one of the rule ids the registry gives it, as the duty
-broken or as the rule its probe tests (`probe_rule`: a null id served is filed under RPC-01, the
-duty to answer a bad frame with an error, probing RPC-04). This is what the split of the budget
+counts as found when a finding is filed under one of the rule ids the registry gives it (the
+duty broken: a null id served is filed under RPC-01, the duty to answer a bad frame with an
+error, and the registry lists RPC-01, not the RPC-04 its probe breaks). This is what the split of the budget
 across properties is for: at the default budget every property gets enough examples to find the
 visible mutants, whichever seed is drawn.
 
@@ -77,12 +77,12 @@ def campaign_argv(bug: str, seed: int, examples: int, work: Path, *, stop: bool 
 
 
 def found_rules(out: Path) -> set[str]:
-    """Every rule the campaign's findings name, as the duty broken or as the probe's rule."""
+    """Every duty the campaign's findings are filed under (a probe's own rule does not count: the
+    registry lists the duty a finding names)."""
     index = out / "findings.json"
     if not index.exists():
         return set()
-    findings = orjson.loads(index.read_bytes())["findings"]
-    return {f["rule"] for f in findings} | {f["probe_rule"] for f in findings if f.get("probe_rule")}
+    return {f["rule"] for f in orjson.loads(index.read_bytes())["findings"]}
 
 
 def sweep_one(bug: str, seed: int, examples: int, work: Path, *, stop: bool = True,
