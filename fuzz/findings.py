@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from fuzz.oracle.model import Signature, signature
 from targets import validate
 from targets.bounded_read import read_bounded
 from targets.wire import MODERN_VERSION
@@ -83,9 +84,9 @@ class Evidence:
         however many mutations reach it, one missing resultType however many methods show it."""
         return (self.rule, f"behaviour:{self.reaction or self.title}")
 
-    def signature(self) -> tuple[str, str, str]:
+    def signature(self) -> Signature:
         """What a replay must see again to say "still fails": duty, reaction and probe."""
-        return (self.rule, self.reaction or self.title, self.probe_name or "")
+        return signature(self.rule, self.reaction, self.title, self.probe_name)
 
     @property
     def probe_name(self) -> str | None:

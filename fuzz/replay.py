@@ -14,9 +14,16 @@ order, one fresh process per recorded process.
 Before the case is played the target is probed once: a target that does not start or does not
 answer its first request could not run, which says nothing about the finding (exit 2, never 1).
 
-Exit status: 0 no longer fails, 1 still fails (the recorded rule is broken again; with
---attempts N, also when only some attempts fail: the finding is then labelled flaky),
-2 unusable (bad file, or a target that could not run).
+"Still fails" means the recorded bug itself recurred: a violation with the file's own signature
+(duty, reaction and probe, `fuzz.oracle.model.signature`). A violation of anything else, the same
+rule broken another way included, is not that bug: it is reported as a different violation, so a
+nightly triage never closes or keeps a finding on the strength of another one. A file written
+before reactions were recorded (no `reaction` field) is matched by its rule, as it was then.
+
+Exit status: 0 no longer fails (nothing was violated), 1 still fails (the recorded bug recurred;
+with --attempts N, also when only some attempts show it: the finding is then labelled flaky),
+2 unusable (bad file, or a target that could not run), 3 the recorded bug did not recur but a
+different violation did (in at least one attempt).
 """
 
 from __future__ import annotations
@@ -32,12 +39,22 @@ from typing import Any, NoReturn
 
 import orjson
 
-from fuzz.oracle.model import Violation
+from fuzz.oracle.model import Signature, Violation, signature
 from fuzz.properties.case import Case, Step
 from targets import auth_client, extra_headers, validate
 from targets.transcript import Transcript
 
 DEFAULT_TIMEOUT = 5.0
+EXIT_NO_LONGER_FAILS, EXIT_STILL_FAILS, EXIT_UNUSABLE, EXIT_FAILS_DIFFERENTLY = 0, 1, 2, 3
+
+
+def recorded_signature(doc: dict[str, Any]) -> Signature | None:
+    """The bug a reproduction file records (None for a file from before reactions were recorded,
+    or one that names no rule)."""
+    rule, reaction = doc.get("rule"), doc.get("reaction")
+    if not isinstance(rule, str) or not rule or not isinstance(reaction, str) or not reaction:
+        return None
+    return signature(rule, reaction, str(doc.get("title") or ""), doc.get("probe") or doc.get("mutation"))
 
 
 class ReplayUsageError(Exception):
@@ -56,24 +73,47 @@ class ReplayOutcome:
     # without the case's expectations, so the same bug can surface under another rule (a death
     # after a blank line is then an unanswered request): any violation counts there.
     strict: bool = True
+    recorded: Signature | None = None  # the file's own bug (recorded_signature)
+    mutation: str | None = None  # the case's mutation, the probe of a violation that names none
 
     @property
     def same_rule(self) -> bool:
         return any(v.rule == self.rule for v in self.violations)
 
+    def _is_recorded_bug(self, v: Violation) -> bool:
+        if self.recorded is not None:
+            return v.signature(self.mutation) == self.recorded
+        return v.rule == self.rule
+
+    @property
+    def same_bug(self) -> bool:
+        """A violation with the recorded signature (the recorded rule, for an older file)."""
+        return any(self._is_recorded_bug(v) for v in self.violations)
+
     @property
     def still_fails(self) -> bool:
-        """The recorded rule is broken again (any violation, for a file that names no rule).
-        Other violations alone are not this finding: they are listed, and would be findings of
-        their own in a campaign."""
-        return self.same_rule if self.rule and self.strict else bool(self.violations)
+        """The recorded bug recurred (any violation, for a file that names no rule or has no case).
+        Other violations alone are not this finding: they are a different violation, and would be
+        findings of their own in a campaign."""
+        return self.same_bug if self.rule and self.strict else bool(self.violations)
+
+    @property
+    def fails_differently(self) -> bool:
+        return not self.still_fails and bool(self.violations)
+
+    @property
+    def outcome(self) -> str:
+        return "still fails" if self.still_fails else "fails differently" if self.violations else "no longer fails"
 
     def describe(self) -> str:
+        if self.fails_differently:
+            v = self.violations[0]
+            return (f"replay: {self.finding_id}: the recorded bug did not recur; a different violation did: "
+                    f"{v.strength} {v.rule} {v.title}" + (f" (and {len(self.violations) - 1} more)"
+                                                            if len(self.violations) > 1 else ""))
         if not self.still_fails:
-            others = f" (other violations: {', '.join(sorted({v.rule for v in self.violations}))})" \
-                if self.violations else ""
-            return f"replay: {self.finding_id} no longer fails on {self.target}{others}"
-        first = next((v for v in self.violations if v.rule == self.rule), self.violations[0])
+            return f"replay: {self.finding_id} no longer fails on {self.target}"
+        first = next((v for v in self.violations if self._is_recorded_bug(v)), self.violations[0])
         return f"replay: {self.finding_id} still fails: {first.strength} {first.rule} {first.title}"
 
 
@@ -96,8 +136,24 @@ class ReplayVerdict:
         return self.failed > 0
 
     @property
+    def differed(self) -> int:
+        return sum(1 for o in self.attempts if o.fails_differently)
+
+    @property
+    def outcome(self) -> str:
+        return "still fails" if self.still_fails else "fails differently" if self.differed else "no longer fails"
+
+    @property
     def exit_status(self) -> int:
-        return 1 if self.still_fails else 0
+        if self.still_fails:
+            return EXIT_STILL_FAILS
+        return EXIT_FAILS_DIFFERENTLY if self.differed else EXIT_NO_LONGER_FAILS
+
+    def shown(self) -> ReplayOutcome:
+        """The attempt that stands for the verdict: the last that failed as recorded, else the
+        last that failed differently, else the last."""
+        return next((o for o in reversed(self.attempts) if o.still_fails),
+                    next((o for o in reversed(self.attempts) if o.fails_differently), self.attempts[-1]))
 
     def describe(self) -> str:
         n = len(self.attempts)
@@ -105,8 +161,9 @@ class ReplayVerdict:
             last = next(o for o in self.attempts if o.still_fails)
             return (f"replay: {last.finding_id} is flaky: failed {self.failed} of {n} attempts "
                     f"({last.describe().split(': ', 2)[-1]})")
-        text = self.attempts[-1].describe()
-        return text + (f" ({self.failed if self.still_fails else n} of {n} attempts)" if n > 1 else "")
+        text = self.shown().describe()
+        times = self.failed if self.still_fails else self.differed if self.differed else n
+        return text + (f" ({times} of {n} attempts)" if n > 1 else "")
 
 
 def case_from_transcript(doc: dict[str, Any]) -> Case:
@@ -245,7 +302,8 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
         raise ReplayUsageError(f"could not run the target {spec.text}: every request failed to connect")
     violations = judge_run(prop, run, ctx)
     return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), spec.text, violations,
-                         run.transcript, label=str(doc.get("label") or doc.get("strength") or ""), strict=has_case)
+                         run.transcript, label=str(doc.get("label") or doc.get("strength") or ""), strict=has_case,
+                         recorded=recorded_signature(doc), mutation=doc.get("mutation"))
 
 
 def _unreachable(transcript: Transcript) -> bool:
@@ -279,8 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mcp-gauntlet replay",
                 description="Re-run one reproduction file (DIR/repro/<id>.json) on a fresh target and re-judge it, "
                             "with the timeouts, era policy and working directory the file recorded.",
-                epilog="Exit status: 0 no longer fails, 1 still fails (also when flaky: some of --attempts failed), "
-                       "2 unusable file or a target that could not run.")
+                epilog="Exit status: 0 no longer fails, 1 still fails: the recorded bug (duty, reaction, probe) "
+                       "recurred (also when flaky: some of --attempts showed it), 2 unusable file or a target that "
+                       "could not run, 3 the recorded bug did not recur but a different violation did.")
     p.add_argument("file", help="a reproduction file written by `mcp-gauntlet fuzz`")
     p.add_argument("--target", help="replay against this target (run from the current directory) instead of the "
                                     "one in the file (run from the directory the campaign ran in)")
@@ -326,11 +385,11 @@ def replay_main(argv: list[str]) -> int:
                                       isolate_network=args.isolate_network)
     except (ReplayUsageError, ValueError, auth_client.AuthServerError) as exc:
         print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_UNUSABLE
     finally:
         if auth is not None:
             auth.close()
-    outcome = next((o for o in reversed(verdict.attempts) if o.still_fails), verdict.attempts[-1])
+    outcome = verdict.shown()
     if args.show and outcome.transcript is not None:
         from fuzz.reports import render_transcript_text
 
@@ -338,7 +397,9 @@ def replay_main(argv: list[str]) -> int:
     if args.json:
         print(orjson.dumps({
             "id": outcome.finding_id, "target": outcome.target, "label": outcome.label,
-            "still_fails": verdict.still_fails, "same_rule": outcome.same_rule, "flaky": verdict.flaky,
+            "outcome": verdict.outcome, "still_fails": verdict.still_fails, "same_bug": outcome.same_bug,
+            "same_rule": outcome.same_rule, "flaky": verdict.flaky,
+            "recorded": list(outcome.recorded) if outcome.recorded else None,
             "attempts": len(verdict.attempts), "failed_attempts": verdict.failed,
             "violations": [v.to_json() for v in outcome.violations],
         }).decode())

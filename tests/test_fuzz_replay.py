@@ -2,7 +2,8 @@
 
 One real finding is made once for the module (the `exit-on-newline` mutant dies on a blank
 line), then replayed: against the mutant it still fails, against the reference it does not,
-from its case or from its transcript alone, and as a generated pytest file.
+from its case or from its transcript alone, and as a generated pytest file; with its recorded
+signature edited, or on a mutant with another bug, it fails differently (exit 3).
 """
 
 from __future__ import annotations
@@ -79,6 +80,54 @@ def test_replay_json_and_show(campaign: dict, capsys: pytest.CaptureFixture[str]
     outcome = orjson.loads(next(line for line in lines if line.startswith("{")))
     assert outcome["still_fails"] is True and outcome["same_rule"] is True
     assert {(v["rule"], v.get("probe_rule")) for v in outcome["violations"]} >= {("RPC-01", "STDIO-02")}
+
+
+def _edited(campaign: dict, tmp_path: Path, **changes: object) -> Path:
+    doc = orjson.loads(Path(campaign["repro"]).read_bytes())
+    for key, value in changes.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    path = tmp_path / "edited.json"
+    path.write_bytes(orjson.dumps(doc))
+    return path
+
+
+def test_replay_still_fails_only_on_the_recorded_signature(campaign: dict, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The mutant breaks RPC-01 again, but not in the way this file now records: the recorded bug
+    did not recur, a different violation did (exit 3), in every attempt; then under another probe."""
+    doc = orjson.loads(Path(campaign["repro"]).read_bytes())
+    assert doc["reaction"] and doc["probe"] == "blank-line"
+    edited = _edited(campaign, tmp_path, reaction="JSON that is not a valid request got no reply")
+    assert cli_main(["replay", str(edited), "--attempts", "2", "--json"]) == 3
+    lines = capsys.readouterr().out.splitlines()
+    outcome = orjson.loads(next(line for line in lines if line.startswith("{")))
+    assert outcome["outcome"] == "fails differently" and outcome["same_rule"] and not outcome["same_bug"]
+    assert outcome["recorded"] == ["RPC-01", "JSON that is not a valid request got no reply", "blank-line"]
+    assert re.search(r"the recorded bug did not recur; a different violation did: \w+ RPC-01 .+ \(2 of 2 attempts\)$",
+                     last_line("\n".join(lines))), lines[-1]
+    assert cli_main(["replay", str(_edited(campaign, tmp_path, probe="nul-byte", mutation="nul-byte"))]) == 3
+    assert "did not recur" in last_line(capsys.readouterr().out)
+
+
+def test_replay_on_another_bug_says_it_is_a_different_violation(campaign: dict, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The blank-line case on a server that survives blank lines but drops resultType (a real
+    mutant): not this finding, yet not a pass either."""
+    other = reference_stdio(tmp_path / "mrt.sqlite3", "missing-result-type")
+    assert cli_main(["replay", str(campaign["repro"]), "--target", other]) == 3
+    said = last_line(capsys.readouterr().out)
+    assert "the recorded bug did not recur; a different violation did: MUST RT-01" in said, said
+    assert not processes_mentioning(str(tmp_path))
+
+
+def test_a_file_without_a_recorded_reaction_is_matched_by_its_rule(campaign: dict, tmp_path: Path) -> None:
+    """Files written before reactions were recorded keep their meaning: the rule alone."""
+    assert cli_main(["replay", str(_edited(campaign, tmp_path, reaction=None, title="an older title"))]) == 1
+    wrong_rule = _edited(campaign, tmp_path, reaction=None, rule="RT-01")
+    assert cli_main(["replay", str(wrong_rule)]) == 3
 
 
 @pytest.mark.parametrize(

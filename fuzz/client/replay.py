@@ -20,7 +20,7 @@ def is_client_repro(doc: dict[str, Any]) -> bool:
 def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: float | None) -> Any:
     """Play and judge one client reproduction; raises fuzz.replay.ReplayUsageError when it cannot."""
     from fuzz.client.campaign import replay_case
-    from fuzz.replay import ReplayOutcome, ReplayUsageError
+    from fuzz.replay import ReplayOutcome, ReplayUsageError, recorded_signature
 
     template = client or doc.get("target")
     if not isinstance(template, str) or not template:
@@ -37,4 +37,4 @@ def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: 
     if not any(e.proc > 0 for e in transcript.events):
         raise ReplayUsageError(f"the client {command.template!r} could not run: it never started its server")
     return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), command.template, violations,
-                         transcript)
+                         transcript, recorded=recorded_signature(doc), mutation=doc.get("mutation"))

@@ -37,6 +37,15 @@ _CLIENT_FRAMING_RULES: Final = frozenset({
 _DUTY_OF: Final[dict[str, str]] = {"RPC-13": "META-04"}
 
 
+Signature = tuple[str, str, str]
+
+
+def signature(rule: str, reaction: str, title: str, probe: str | None) -> Signature:
+    """One bug as a replay must see it again: the duty broken, the server's reaction (the title
+    when no reaction is worded apart) and the probe that provoked it ("" without one)."""
+    return (rule, reaction or title, probe or "")
+
+
 def server_duty(probe_rule: str) -> str:
     """The server's own duty when it reacts wrongly to a frame that breaks `probe_rule`."""
     if probe_rule in _CLIENT_FRAMING_RULES:
@@ -68,6 +77,11 @@ class Violation:
     probe: str | None = None
     probe_rule: str | None = None
     reaction: str = ""
+
+    def signature(self, mutation: str | None = None) -> Signature:
+        """This violation as a bug (`signature`); `mutation` is the case's, for a violation that
+        names no probe of its own (as a finding's evidence takes it)."""
+        return signature(self.rule, self.reaction, self.title, self.probe or mutation)
 
     def to_json(self) -> dict[str, Any]:
         return {
