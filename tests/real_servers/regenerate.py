@@ -140,6 +140,13 @@ def probe_of(finding: dict[str, Any]) -> str | None:
     return finding.get("probe") or finding.get("mutation")
 
 
+def probes_of(finding: dict[str, Any]) -> set[str]:
+    """Every probe that provoked a finding: one finding is one behaviour, and lists the probes
+    that reach it (`probes`); its own `probe` is only that of its smallest reproduction."""
+    listed = {p["probe"] for p in finding.get("probes") or [] if isinstance(p, dict) and p.get("probe")}
+    return listed | ({probe_of(finding)} - {None})  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Expected:
     """A deviation a campaign must report: the server's duty broken (`rule`), its strength and,
@@ -152,7 +159,7 @@ class Expected:
     probe_rule: str | None = None
 
     def matches(self, finding: dict[str, Any]) -> bool:
-        if finding["strength"] != self.strength or (self.mutation is not None and probe_of(finding) != self.mutation):
+        if finding["strength"] != self.strength or (self.mutation is not None and self.mutation not in probes_of(finding)):
             return False
         if finding.get("probe_rule") is None and self.probe_rule is not None:
             # An oracle that still files the reaction under the probe's rule (no probe_rule).
