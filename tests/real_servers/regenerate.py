@@ -336,10 +336,22 @@ def probe_era(campaign: Campaign) -> dict[str, Any]:
 
 
 def group_key(row: dict[str, Any]) -> tuple[str, str, str]:
-    """One bug of one server: its rule, and its probe or (without one) its behaviour. Method,
-    transport and campaign are where it was seen, not what it is."""
+    """One bug of one server: its rule and the server's reaction, as `mcp-gauntlet fuzz` groups a
+    campaign's findings (`Evidence.group_key`). A row of an older campaign (no `reaction`) is keyed
+    by its probe or, without one, its behaviour. Method, transport, campaign and (with a reaction)
+    probe are where and how it was seen, not what it is."""
+    if row.get("reaction"):
+        return (row["server"], row["rule"], f"behaviour:{row['reaction']}")
     probe = probe_of(row)
     return (row["server"], row["rule"], f"probe:{probe}" if probe else f"behaviour:{row['title']}")
+
+
+def probe_counts(row: dict[str, Any]) -> dict[str, int]:
+    """The probes that provoked a finding, with their counts (a finding of an older campaign: its one
+    probe)."""
+    listed = {p["probe"]: int(p.get("count") or 0) for p in row.get("probes") or [] if isinstance(p, dict)}
+    probe = probe_of(row)
+    return listed or ({probe: int(row.get("count") or 0)} if probe else {})
 
 
 def portable_repro(doc: dict[str, Any]) -> dict[str, Any]:
@@ -379,6 +391,13 @@ def group_rows(rows: list[dict[str, Any]], size: Any) -> list[dict[str, Any]]:
         merged["strength"] = min((r["strength"] for r in members), key=lambda x: STRENGTH_ORDER.get(x, 9))
         merged["probe"] = probe_of(best)
         merged["probe_rule"] = best.get("probe_rule")
+        probes: dict[str, dict[str, Any]] = {}
+        for r in members:
+            for p in r.get("probes") or []:
+                into = probes.setdefault(p["probe"], {"probe": p["probe"], "probe_rule": p.get("probe_rule"), "count": 0})
+                into["count"] += int(p.get("count") or 0)
+        if probes:
+            merged["probes"] = [probes[k] for k in sorted(probes)]
         merged["methods"] = sorted({m for r in members for m in (r.get("methods") or [r.get("method")]) if m})
         merged["transports"] = sorted({t for r in members for t in (r.get("transports") or [r["transport"]])})
         merged["properties"] = sorted({p for r in members for p in (r.get("properties") or [r.get("property")]) if p})
@@ -430,6 +449,8 @@ def collect(outcomes: list[Outcome], versions: dict[str, dict[str, str]]) -> dic
                 "strength": f["strength"], "label": f.get("label", f["strength"]), "title": f["title"],
                 "method": f.get("method"), "methods": f.get("methods"), "transports": f.get("transports"),
                 "mutation": f.get("mutation"), "probe": probe_of(f), "probe_rule": f.get("probe_rule"),
+                "reaction": f.get("reaction"),
+                "probes": [{k: p.get(k) for k in ("probe", "probe_rule", "count")} for p in f.get("probes") or []],
                 "property": f.get("property"), "properties": f.get("properties"), "count": f.get("count"),
                 "confirmed": f.get("confirmed", True), "id": f["id"],
                 "_doc": json.loads((o.out / f["repro"]).read_bytes()),
@@ -470,16 +491,17 @@ def render(data: dict[str, Any]) -> str:
         "(and the rule that frame itself breaks). Reproduce one with the command in its row, run from the",
         "project root in the environment of the quick start's second command (the one that ran",
         "`bash .ci/install-servers.sh`; the replay file starts its server with `python` from PATH, from",
-        "the project root, with the campaign's timeouts): exit status 1 means it still fails, 0 that it",
-        "no longer does, 2 that the server could not be started; add `--attempts 5` to check it is not",
-        "flaky.",
+        "the project root, with the campaign's timeouts): exit status 1 means the recorded bug still",
+        "fails, 0 that it no longer does, 3 that it did not recur but a different violation did, 2 that",
+        "the server could not be started; add `--attempts 5` to check it is not flaky.",
         "",
         "| server | finding | rule | probe | strength | seen on | reproduce |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for f in data["findings"]:
-        probe = probe_of(f)
-        probe_cell = f"`{probe}`" + (f" ({f['probe_rule']})" if f.get("probe_rule") else "") if probe else "-"
+        rules = {p["probe"]: p.get("probe_rule") for p in f.get("probes") or []} or {probe_of(f): f.get("probe_rule")}
+        probe_cell = ", ".join(f"`{name}`" + (f" ({rules.get(name)})" if rules.get(name) else "")
+                               for name in sorted(probe_counts(f), key=lambda n: (-probe_counts(f)[n], n))) or "-"
         methods = f.get("methods") or ([f["method"]] if f.get("method") else [])
         transports = f.get("transports") or [f["transport"]]
         seen = f"{', '.join(methods) or '-'}; {', '.join(transports)}"
