@@ -16,6 +16,7 @@ USAGE = """usage: mcp-gauntlet COMMAND [options]
 commands:
   serve    the reference MCP 2026-07-28 server (the embedded default target)
   probe    which protocol era a target speaks, and what it offers
+  catalogue  what the server's catalogue costs the model in tokens; drift; untrusted text
   frames   print generated (valid or malformed) client frames
   fuzz     a fuzz campaign against a target
   replay   re-run one reproduction file on a fresh target
@@ -45,6 +46,12 @@ def _probe(argv: list[str]) -> int:
     from targets.probe import probe_main
 
     return probe_main(argv)
+
+
+def _catalogue(argv: list[str]) -> int:
+    from fuzz.catalogue_command import catalogue_main
+
+    return catalogue_main(argv)
 
 
 def _frames(argv: list[str]) -> int:
@@ -80,6 +87,7 @@ def _load(argv: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "serve": _serve,
     "probe": _probe,
+    "catalogue": _catalogue,
     "frames": _frames,
     "fuzz": _fuzz,
     "replay": _replay,
