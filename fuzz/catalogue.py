@@ -302,6 +302,9 @@ def _drift_detail(kind: str, name: str, a: dict[str, list[Any]], b: dict[str, li
         return next((it for it in listing.get(kind, []) if item_name(kind, it) == name), None)
 
     before, after = find(a), find(b)
+    if isinstance(before, dict) and isinstance(after, dict):  # only what changed, the rest is noise
+        keys = sorted(k for k in (before.keys() | after.keys()) if k != "_meta" and before.get(k) != after.get(k))
+        before, after = ({k: d[k] for k in keys if k in d} for d in (before, after))
     return (f"list results must not depend on history or the connection (DIGEST §15.7): first read "
             f"{_short(before)}, then {_short(after)}")
 

@@ -20,6 +20,8 @@ class Mutant:
     rules: tuple[str, ...]
     transport: Literal["any", "stdio", "http"]
     description: str
+    # What finds it: a fuzz campaign, a load run, or `mcp-gauntlet catalogue` (tests/test_catalogue.py).
+    found_by: Literal["fuzz", "load", "catalogue"] = "fuzz"
 
 
 _ALL: Final[tuple[Mutant, ...]] = (
@@ -88,7 +90,16 @@ _ALL: Final[tuple[Mutant, ...]] = (
     Mutant("listen-end-id-as-string", ("SUB-08",), "stdio",
            "at shutdown an open listen stream ends with a result naming the subscription by the id's text"),
     Mutant("slow-leak", ("MRTR-17",), "any",
-           "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
+           "every request body (plus an 8 KiB buffer) is kept forever in a module-level list", "load"),
+    Mutant("catalogue-drift", ("TOOL-02",), "any",
+           "the echo tool's description changes after the first tools/list the process answers", "catalogue"),
+    Mutant("process-description", ("TOOL-02",), "any",
+           "the echo tool's description embeds the process's start time, so two processes list it differently",
+           "catalogue"),
+    Mutant("poisoned-description", ("TEXT-01", "TEXT-02", "TEXT-03", "TEXT-04"), "any",
+           "the echo tool's description hides a zero-width and a bidi character, an <IMPORTANT> block telling "
+           "the model to call another server's send_email tool without telling the user, and an ANSI escape",
+           "catalogue"),
 )
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in _ALL}
