@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
-from targets import extra_headers, fork_server, validate
+from targets import auth_client, extra_headers, fork_server, validate
 from targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
 
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", choices=("auto", "bar", "lines", "never"), default="auto",
                    help="progress on stderr: a live bar on a terminal, else one line per property (default auto)")
     extra_headers.add_option(p)
+    auth_client.add_options(p)
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     p.add_argument("--isolate-network", action="store_true",
                    help="start each server in a network namespace of its own with only a loopback, so a tool that "
@@ -225,20 +226,36 @@ def _default_out() -> Path:
 
 
 def fuzz_main(argv: list[str]) -> int:
+    opened: list[auth_client.Session] = []  # --auth's authorization server, closed however the run ends
+    try:
+        return _fuzz_main(argv, opened)
+    finally:
+        for session in opened:
+            session.close()
+
+
+def _fuzz_main(argv: list[str], opened: list[auth_client.Session]) -> int:
     started = time.monotonic()  # --duration counts from here
     try:
         args = build_parser().parse_args(argv)
         if args.list_properties:
             return _list_properties()
         _validate(args)
+        auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
+        opened.extend([auth] if auth is not None else [])
         props = _properties(args.properties)
         specs = _targets(args)
         args.mutation_patterns = _mutations(args.mutations, specs)
         extra_headers.configure(args.header)
         args.known_groups = _known(args.known)
         args.stop_rules = _stop_rules(args.stop_on_rule, args.workers)
+        if not args.auth and auth_client.needs_issuer([a for s in specs for a in s.argv]):
+            raise UsageError("the target command names {issuer}: add --auth")
     except (UsageError, extra_headers.HeaderError) as exc:
         print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
+        return 2
+    except auth_client.AuthServerError as exc:
+        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
         return 2
     except TargetError as exc:
         print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)

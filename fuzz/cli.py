@@ -11,12 +11,15 @@ import os
 import sys
 from collections.abc import Callable
 
+from fuzz.config import CONFIGURABLE  # commands whose options may come from MCP_GAUNTLET_* and pyproject.toml
+
 USAGE = """usage: mcp-gauntlet COMMAND [options]
 
 commands:
   serve    the reference MCP 2026-07-28 server (the embedded default target)
   probe    which protocol era a target speaks, and what it offers
   catalogue  what the server's catalogue costs the model in tokens; drift; untrusted text
+  auth-server  a loopback OAuth authorization server to point a protected server at (--auth-issuer)
   frames   print generated (valid or malformed) client frames
   fuzz     a fuzz campaign against a target
   replay   re-run one reproduction file on a fresh target
@@ -26,15 +29,6 @@ commands:
 `mcp-gauntlet COMMAND --help` describes each command; `--version` (on any command) prints the
 version. Options may also come from MCP_GAUNTLET_* variables and [tool.mcp-gauntlet] in
 pyproject.toml (the command line wins; README: "Configuration")."""
-
-# Commands whose options may come from the environment and pyproject.toml (fuzz/config.py), with
-# where their argparse parser is built (imported only when that command runs).
-CONFIGURABLE = {
-    "fuzz": ("fuzz.campaign_command", "build_parser"),
-    "replay": ("fuzz.replay", "build_parser"),
-    "load": ("load.runner", "build_parser"),
-}
-
 
 def _serve(argv: list[str]) -> int:
     from targets.reference.cli import serve_main
@@ -52,6 +46,12 @@ def _catalogue(argv: list[str]) -> int:
     from fuzz.catalogue_command import catalogue_main
 
     return catalogue_main(argv)
+
+
+def _auth_server(argv: list[str]) -> int:
+    from targets.auth_server import auth_server_main
+
+    return auth_server_main(argv)
 
 
 def _frames(argv: list[str]) -> int:
@@ -88,6 +88,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "serve": _serve,
     "probe": _probe,
     "catalogue": _catalogue,
+    "auth-server": _auth_server,
     "frames": _frames,
     "fuzz": _fuzz,
     "replay": _replay,

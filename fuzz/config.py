@@ -20,6 +20,8 @@ directory upwards.
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -30,8 +32,24 @@ ENV_PREFIX = "MCP_GAUNTLET_"
 TABLE = "mcp-gauntlet"
 # Options that stand for one choice: whichever layer sets one of them decides for all of them.
 EXCLUSIVE = (frozenset({"max-examples", "duration"}), frozenset({"database", "no-database"}))
-# Environment variables that are not options (read by other code), never turned into flags.
-NOT_OPTIONS = frozenset({"NO_COLOR"})
+# The commands that take configuration, and where their parsers are built (one list: fuzz/cli.py
+# reads it too). A shared key or variable must be an option of at least one of them.
+CONFIGURABLE: dict[str, tuple[str, str]] = {
+    "fuzz": ("fuzz.campaign_command", "build_parser"),
+    "replay": ("fuzz.replay", "build_parser"),
+    "load": ("load.runner", "build_parser"),
+}
+TRUE, FALSE = "true", "false"
+
+
+def not_options() -> frozenset[str]:
+    """MCP_GAUNTLET_* variables that are not options: what the harness hands its own children
+    (the owner tag, the --header templates, the fork-server switch) and STATE_KEY, the shared
+    requestState key the example servers under tests/servers/ read. Imported only when needed."""
+    from targets import extra_headers, fork_server, ownership
+
+    return frozenset({ownership.TAG_VAR, extra_headers.HEADERS_ENV, fork_server.DISABLE_VAR,
+                      f"{ENV_PREFIX}STATE_KEY"})
 
 
 class ConfigError(Exception):
@@ -92,30 +110,91 @@ def _pyproject_layers(command: str, cwd: Path) -> list[Layer]:
     return [(f"{where}.{command}]", own, True), (f"{where}]", shared, False)]
 
 
+def _prefix_of(command: str) -> str:
+    return f"{ENV_PREFIX}{command.upper().replace('-', '_')}_"
+
+
 def _env_layers(command: str, environ: Mapping[str, str]) -> list[Layer]:
-    specific = f"{ENV_PREFIX}{command.upper().replace('-', '_')}_"
-    own = {k[len(specific):]: v for k, v in environ.items() if k.startswith(specific)}
-    shared = {k[len(ENV_PREFIX):]: v for k, v in environ.items()
-              if k.startswith(ENV_PREFIX) and not k.startswith(specific) and k not in NOT_OPTIONS}
+    specific = _prefix_of(command)
+    others = [_prefix_of(c) for c in CONFIGURABLE if c != command]
+    mine = [k for k in environ if k.startswith(ENV_PREFIX)]
+    if mine:
+        skip = not_options()
+        mine = [k for k in mine if k not in skip]
+    own = {k[len(specific):]: environ[k] for k in mine if k.startswith(specific)}
+    # Another command's own variables (MCP_GAUNTLET_LOAD_USERS) are that command's business.
+    shared = {k[len(ENV_PREFIX):]: environ[k] for k in mine
+              if not k.startswith(specific) and not any(k.startswith(o) for o in others)}
     return [(f"${specific}*", own, True), (f"${ENV_PREFIX}*", shared, False)]
 
 
+def _all_options() -> dict[str, set[str]]:
+    """key -> the configurable commands that have it (built only when a key is not this command's)."""
+    found: dict[str, set[str]] = {}
+    for name, (module, builder) in CONFIGURABLE.items():
+        for key in _options_of(getattr(importlib.import_module(module), builder)()):
+            found.setdefault(key, set()).add(name)
+    return found
+
+
+def _unknown(source: str, key: str, valid: Sequence[str], *, env: bool, what: str) -> ConfigError:
+    """`source` names no option: the error names the nearest valid one, as it would be written there."""
+    near = difflib.get_close_matches(key, list(valid), n=1, cutoff=0.6)
+    if not near:  # typos that drop a separator (MAXEXAMPLES) are far apart as strings
+        squashed = {v.replace("-", ""): v for v in valid}
+        near = difflib.get_close_matches(key.replace("-", ""), list(squashed), n=1, cutoff=0.6)
+        near = [squashed[n] for n in near]
+    hint = ""
+    if near:
+        hint = f"; did you mean {source[:source.rindex(key.upper().replace('-', '_'))]}" \
+               f"{near[0].upper().replace('-', '_')}?" if env else f"; did you mean {near[0]}?"
+    return ConfigError(f"{source}: {what}{hint}")
+
+
 def _flags(key: str, value: Any, action: argparse.Action, source: str) -> list[str]:
+    """The command-line flags for one configured value, checked here so that every error names
+    `source` (argparse's own would not say where the value came from)."""
     flag = f"--{key}"
-    if action.nargs == 0:  # store_true and friends
-        if isinstance(value, str):
-            value = value.strip().lower() in ("1", "true", "yes", "on")
+    if action.nargs == 0:  # store_true and friends: only true or false, nothing that merely looks like it
+        if isinstance(value, str) and value.strip().lower() in (TRUE, FALSE):
+            value = value.strip().lower() == TRUE
         if not isinstance(value, bool):
-            raise ConfigError(f"{source}: {key} must be true or false, not {value!r}")
+            raise ConfigError(f"{source}: {key} must be true or false, not {_short(value)}")
         return [flag] if value else []
     values = value if isinstance(value, list) else [value]
     if any(isinstance(v, dict | list) for v in values):
         raise ConfigError(f"{source}: {key} must be a string or a number")
+    texts = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
+    for text in texts:
+        _check_value(key, text, action, source)
     if isinstance(action, argparse._AppendAction):
-        return [part for v in values for part in (flag, str(v))]
-    if len(values) != 1:
+        return [part for text in texts for part in (flag, text)]
+    if len(texts) != 1:
         raise ConfigError(f"{source}: {key} takes one value")
-    return [flag, str(values[0]).lower() if isinstance(values[0], bool) else str(values[0])]
+    return [flag, texts[0]]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_value(key: str, text: str, action: argparse.Action, source: str) -> None:
+    """What argparse would refuse, refused with its source. Only typed options are converted:
+    a plain string option (a target URL that may carry a token) is never echoed."""
+    convert = action.type
+    if callable(convert) and not isinstance(convert, argparse.FileType):
+        try:
+            converted = convert(text)
+        except (TypeError, ValueError, argparse.ArgumentTypeError) as exc:
+            kind = getattr(convert, "__name__", "value")
+            why = str(exc) if isinstance(exc, argparse.ArgumentTypeError) else f"not a valid {kind}"
+            raise ConfigError(f"{source}: {key} {_short(text)}: {why}") from None
+    else:
+        converted = text
+    if action.choices is not None and converted not in action.choices:
+        raise ConfigError(f"{source}: {key} must be one of {', '.join(map(str, action.choices))}, "
+                          f"not {_short(text)}")
 
 
 def apply_config(command: str, argv: Sequence[str], parser: argparse.ArgumentParser, *,
@@ -129,14 +208,21 @@ def apply_config(command: str, argv: Sequence[str], parser: argparse.ArgumentPar
             taken |= group
     layers = _env_layers(command, environ) + _pyproject_layers(command, cwd or Path.cwd())
     prefix: list[str] = []
+    everywhere: dict[str, set[str]] | None = None
     for label, values, own in layers:
         chosen: set[str] = set()
         for raw_key, value in values.items():
             key = _norm(raw_key)
-            source = label.replace("*", raw_key) if label.endswith("*") else label
+            env = label.endswith("*")
+            source = label.replace("*", raw_key) if env else f"{label} {raw_key}"
             if key not in options:
                 if own:  # a command's own table or variable naming an option it lacks is a typo
-                    raise ConfigError(f"{source}: mcp-gauntlet {command} has no option --{key}")
+                    raise _unknown(source, key, sorted(options), env=env,
+                                   what=f"mcp-gauntlet {command} has no option --{key}")
+                everywhere = everywhere if everywhere is not None else _all_options()
+                if key not in everywhere:  # a shared key must serve some command
+                    raise _unknown(source, key, sorted(everywhere), env=env,
+                                   what=f"no mcp-gauntlet command has an option --{key}")
                 continue  # a shared key serves the commands that have that option
             if key in taken:
                 continue

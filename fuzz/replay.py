@@ -34,7 +34,7 @@ import orjson
 
 from fuzz.oracle.model import Violation
 from fuzz.properties.case import Case, Step
-from targets import extra_headers, validate
+from targets import auth_client, extra_headers, validate
 from targets.transcript import Transcript
 
 DEFAULT_TIMEOUT = 5.0
@@ -292,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show", action="store_true", help="print the new transcript")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     extra_headers.add_option(p)
+    auth_client.add_options(p)  # a finding recorded under --auth starts an authorization server by itself
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback HTTP target")
     p.add_argument("--isolate-network", action="store_true",
                    help="start each server in a network namespace of its own with only a loopback, so a tool that "
@@ -302,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 def replay_main(argv: list[str]) -> int:
     from fuzz.findings import load_repro
 
+    auth: auth_client.Session | None = None
     try:
         args = build_parser().parse_args(argv)
         validate.seconds(args.timeout, "--timeout")  # an InputError is a ValueError: one line below
@@ -312,6 +314,9 @@ def replay_main(argv: list[str]) -> int:
         doc = load_repro(path)
         from fuzz.client.replay import is_client_repro, replay_client_document
 
+        recorded_auth = auth_client.needs_issuer([orjson.dumps(doc).decode(), args.target or ""])
+        auth = auth_client.start(args.auth or (recorded_auth and auth_client.active_issuer() is None),
+                                 args.auth_issuer)
         if is_client_repro(doc):
             verdict = ReplayVerdict([replay_client_document(doc, client=args.client, timeout=args.timeout)
                                      for _ in range(args.attempts)])
@@ -319,9 +324,12 @@ def replay_main(argv: list[str]) -> int:
             verdict = replay_attempts(doc, target=args.target, timeout=args.timeout, allow_remote=args.allow_remote,
                                       base=path.resolve().parent, attempts=args.attempts,
                                       isolate_network=args.isolate_network)
-    except (ReplayUsageError, ValueError) as exc:
+    except (ReplayUsageError, ValueError, auth_client.AuthServerError) as exc:
         print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if auth is not None:
+            auth.close()
     outcome = next((o for o in reversed(verdict.attempts) if o.still_fails), verdict.attempts[-1])
     if args.show and outcome.transcript is not None:
         from fuzz.reports import render_transcript_text

@@ -27,6 +27,7 @@ class Step:
     held: bool
     summary: dict[str, Any]
     results: list[gates_mod.GateResult]
+    undelivered: str | None = None  # why the step's rate was not delivered (it then broke)
 
     def row(self) -> dict[str, Any]:
         s = self.summary
@@ -43,6 +44,9 @@ class Step:
             "p99_ms": overall.get("p99_ms"),
             "max_ms": overall.get("max_ms"),
             "objectives": {r.gate.text: r.value for r in self.results},
+            "arrivals_due": (s.get("model") or {}).get("arrivals_due"),
+            "arrivals_sent": (s.get("model") or {}).get("arrivals_sent"),
+            "undelivered": self.undelivered,
         }
 
 
@@ -81,8 +85,18 @@ def judge(slos: list[gates_mod.Gate], summary: dict[str, Any]) -> tuple[bool, li
     return all(r.value is not None and r.crossed for r in results), results
 
 
+def judge_step(slos: list[gates_mod.Gate], summary: dict[str, Any], tolerance: float,
+               ) -> tuple[bool, list[gates_mod.GateResult], str | None]:
+    """A step holds when its objectives hold and its rate was delivered: latency read from fewer
+    arrivals than the rate asked for says nothing about that rate (a generator that fell behind,
+    or a server that kept every slot busy, would look fast)."""
+    held, results = judge(slos, summary)
+    why = gates_mod.undelivered(summary, tolerance)
+    return held and why is None, results, why
+
+
 def search(run_step: Callable[[float], dict[str, Any] | None], slos: list[gates_mod.Gate], *, start: float,
-           factor: float = 2.0, max_rate: float = 100_000.0, refine: int = 3,
+           tolerance: float = gates_mod.DEFAULT_RATE_TOLERANCE, factor: float = 2.0, max_rate: float = 100_000.0, refine: int = 3,
            on_step: Callable[[Step], None] | None = None) -> Search:
     """Step the rate up until an objective breaks, then refine around the knee.
 
@@ -95,8 +109,8 @@ def search(run_step: Callable[[float], dict[str, Any] | None], slos: list[gates_
         summary = run_step(rate)
         if summary is None:
             return None
-        held, results = judge(slos, summary)
-        done = Step(rate, held, summary, results)
+        held, results, why = judge_step(slos, summary, tolerance)
+        done = Step(rate, held, summary, results, why)
         found.steps.append(done)
         if on_step is not None:
             on_step(done)
@@ -135,6 +149,8 @@ def format_row(row: dict[str, Any], number: int | None = None) -> str:
 
     rate = row["failure_rate"]
     broken = ", ".join(f"{k} = {'no samples' if v is None else f'{v:g}'}" for k, v in row["objectives"].items())
+    if row.get("undelivered"):
+        broken += f"; {row['undelivered']}"
     return (f"{'' if number is None else number:>4} {row['rate']:>9g} {row['rps']:>9.1f} {row['requests']:>9} "
             f"{'-' if rate is None else f'{rate:.3f}':>8} {ms(row['p50_ms']):>9} {ms(row['p99_ms']):>9} "
             f"{ms(row['max_ms']):>9}  {'held' if row['held'] else 'BROKE'} ({broken})")

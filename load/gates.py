@@ -8,7 +8,8 @@ metric is whatever follows the last colon.
 
 A baseline is an earlier summary.json. Every operation present in both runs is compared; a p99
 that grew, or a throughput that fell, by more than the margin is a regression. Tiny latencies
-jitter by large percentages, so a latency change under an absolute floor is never a regression.
+jitter by large percentages, so a latency change under an absolute floor is never a regression,
+and a p99 read from too few samples (or a setup call's) is shown but never gated.
 """
 
 from __future__ import annotations
@@ -138,16 +139,23 @@ def evaluate(gates: list[Gate], summary: dict[str, Any]) -> list[GateResult]:
 # --- baseline ---
 
 
+def _percentage(text: str, option: str, example: str) -> float:
+    """A percentage option's value ('20%' or '20'), as a number of percent."""
+    try:
+        return float(text.strip().removesuffix("%").strip())
+    except ValueError:
+        raise GateError(f"{option} {text!r}: expected a percentage such as {example}") from None
+
+
 def parse_margin(text: str) -> float:
     """'20%' or '20' -> 0.20; the margin is always a percentage."""
-    raw = text.strip().removesuffix("%").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        raise GateError(f"--baseline-margin {text!r}: expected a percentage such as 20%") from None
+    value = _percentage(text, "--baseline-margin", "20%")
     if value < 0:
         raise GateError(f"--baseline-margin {text!r}: must not be negative")
     return value / 100.0
+
+
+DEFAULT_MIN_SAMPLES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +165,8 @@ class Change:
     before: float
     after: float
     regression: bool
+    # why this change is shown but cannot regress (too few samples, a setup call); "" when gated
+    not_gated: str = ""
 
     @property
     def percent(self) -> float | None:
@@ -165,8 +175,16 @@ class Change:
     def describe(self) -> str:
         pct = self.percent
         delta = "n/a" if pct is None else f"{pct:+.1f}%"
-        flag = "  REGRESSION" if self.regression else ""
+        flag = "  REGRESSION" if self.regression else (f"  (not gated: {self.not_gated})" if self.not_gated else "")
         return f"{self.name}: {self.metric} {_fmt(self.before)} -> {_fmt(self.after)} ({delta}){flag}"
+
+
+def describe_noise(margin: float, floor_ms: float, min_samples: int) -> str:
+    """The noise a baseline comparison tolerates, in words, for the output and summary.json."""
+    return (f"a p99 regresses when it grows by more than {margin * 100:g}% and by more than {floor_ms:g} ms, "
+            f"on names with at least {min_samples} samples in both runs (so each p99 rests on at least "
+            f"{max(1, min_samples // 100)} samples above it; fewer, or setup calls: shown, not gated); "
+            f"the run's rps when it falls by more than {margin * 100:g}%")
 
 
 def compare_baseline(
@@ -175,21 +193,28 @@ def compare_baseline(
     *,
     margin: float,
     floor_ms: float = 0.5,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
 ) -> list[Change]:
     """p50 and p99 per operation (and overall) and the run's rps, before -> after.
 
     A regression: p99 grew by more than `margin` (relative) and by more than `floor_ms`
-    (absolute), or the run's rps fell by more than `margin`.
+    (absolute), or the run's rps fell by more than `margin`. Only statistically meaningful
+    figures are gated: a p99 needs `min_samples` in both runs (a name seen ten times has a p99
+    that is its slowest sample, and the first requests a fresh server serves are its slowest),
+    and setup calls (discovery, the tool probe) are never gated; both are still shown.
     """
     changes: list[Change] = []
 
-    def latency(name: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+    def latency(name: str, before: dict[str, Any], after: dict[str, Any], why_not: str = "") -> None:
+        counts = (int(before.get("count") or 0), int(after.get("count") or 0))
+        if not why_not and min(counts) < min_samples:
+            why_not = f"{counts[0]} -> {counts[1]} samples, fewer than {min_samples}"
         for metric in ("p50_ms", "p99_ms"):
             b, a = before.get(metric), after.get(metric)
             if not isinstance(b, int | float) or not isinstance(a, int | float):
                 continue
-            worse = metric == "p99_ms" and a > b * (1 + margin) and a - b > floor_ms
-            changes.append(Change(name, metric, float(b), float(a), worse))
+            worse = not why_not and metric == "p99_ms" and a > b * (1 + margin) and a - b > floor_ms
+            changes.append(Change(name, metric, float(b), float(a), worse, why_not if metric == "p99_ms" else ""))
 
     latency("all requests", baseline.get("overall") or {}, summary.get("overall") or {})
     b_rps, a_rps = baseline.get("rps"), summary.get("rps")
@@ -198,6 +223,64 @@ def compare_baseline(
     before_ops = baseline.get("operations") or {}
     for name, after in sorted((summary.get("operations") or {}).items()):
         before = before_ops.get(name)
-        if isinstance(before, dict) and isinstance(after, dict) and not name.startswith("probe "):
-            latency(name, before, after)
+        if isinstance(before, dict) and isinstance(after, dict):
+            setup = after.get("kind") == "setup" or before.get("kind") == "setup" or name.startswith("probe ")
+            latency(name, before, after, "a setup call" if setup else "")
     return changes
+
+
+# --- the open model's delivered rate ---
+
+DEFAULT_RATE_TOLERANCE = 0.01
+# A load process using this share of one core (CPU time over wall time) was busy generating, not
+# waiting for the server: the arrivals it did not send are the generator's shortfall.
+GENERATOR_BUSY = 0.85
+
+
+def parse_tolerance(text: str) -> float:
+    """'1%' or '1' -> 0.01, at most 100%."""
+    value = _percentage(text, "--rate-tolerance", "1%")
+    if not 0 <= value <= 100:
+        raise GateError(f"--rate-tolerance {text!r}: must be between 0% and 100%")
+    return value / 100.0
+
+
+def undelivered(summary: dict[str, Any], tolerance: float) -> str | None:
+    """Why an open-model run did not deliver its rate, or None when it did (or ran closed).
+
+    The schedule's own count is the reference: the arrivals due between its first arrival and the
+    moment the run started stopping. An arrival is delivered when a slot took it in time and sent
+    it; the shortfall is the rest (due but never taken: every slot busy or the generator behind;
+    taken after waiting past --timeout: a backlog timeout). It may be `tolerance` of the arrivals
+    due, and always one arrival (the one due at the instant of stopping).
+    """
+    model = summary.get("model") or {}
+    if model.get("kind") != "open" or "arrivals_sent" not in model:
+        return None
+    due = int(model.get("arrivals_due") or 0)
+    sent = int(model.get("arrivals_sent") or 0)
+    missing = max(0, due - sent)
+    if missing <= max(1.0, tolerance * due):
+        return None
+    not_started = int(model.get("not_started_at_stop") or 0)
+    backlog = int(model.get("backlog_timeouts") or 0)
+    parts = []
+    if not_started:
+        parts.append(f"{not_started} due but never taken by a slot")
+    if backlog:
+        parts.append(f"{backlog} taken after waiting past --timeout")
+    cpu, wall = float(model.get("generator_cpu_s") or 0), float(model.get("generator_wall_s") or 0)
+    processes = max(1, int((summary.get("config") or {}).get("processes") or 1))
+    share = cpu / wall if wall > 0 else 0.0  # summed over the processes: per process, below
+    cap = model.get("max_in_flight")
+    if wall > 0 and share >= GENERATOR_BUSY:
+        why = (f"the load generator was CPU-bound ({100 * share:.0f}% of a core per process over "
+               f"{processes} process(es)): add --processes or lower --rate")
+    elif cap and int(model.get("slots_busy_peak") or 0) >= int(cap):
+        why = (f"all {cap} slots (--max-in-flight) were busy: the server answered slower than "
+               f"{model.get('rate', 0):g}/s needs (at its capacity, or raise --max-in-flight)")
+    else:
+        why = "arrivals fell behind their schedule"
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return (f"rate not delivered: {missing} of {due} arrivals due were not sent{detail}, "
+            f"{100.0 * missing / due:.1f}% > the {100 * tolerance:g}% tolerated; {why}")

@@ -33,7 +33,7 @@ import gevent.ssl
 from geventhttpclient._parser import HTTPParseError
 from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketResponse
 
-from targets import extra_headers, wire
+from targets import auth_client, extra_headers, wire
 
 # Failure kinds (the prefix before any detail); summary.json reports them verbatim.
 TIMEOUT = "timeout"
@@ -115,6 +115,8 @@ class McpHttp:
         self.timeout = timeout
         # `load --header`: read once per user; ${VAR}s are still expanded per request, at send time
         self._extra = extra_headers.templates()
+        # `load --auth`: a valid token of the harness's issuer on every request (minted, cached)
+        self._auth = auth_client.active_issuer() is not None
 
     @property
     def endpoints(self) -> list[str]:
@@ -161,6 +163,9 @@ class McpHttp:
         if self._extra:  # the wire gets the values, what the oracle (and any report) sees the templates
             sent = headers | extra_headers.expanded(self._extra)
             headers = headers | extra_headers.shown(self._extra)
+        if self._auth:  # the wire gets the token, the oracle sees its case and placeholder
+            sent = auth_client.apply_auth(sent, url).wire
+            headers = auth_client.apply_auth(headers, url).recorded
         reply.request_headers = headers
         data = b"".join((
             self._heads[url],

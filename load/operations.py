@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from load.recorder import OPERATION, REQUEST, Recorder
+from load.recorder import OPERATION, REQUEST, SETUP, Recorder, setup_name
 from load.schema_values import arguments_for, harvest_handles, missing_handles, object_for
 from targets import wire
 
@@ -271,7 +271,7 @@ class Session:
         # of the unit is timed from it, not from when it was sent, so time spent waiting for a
         # free slot behind a stalled server shows in the latency (no coordinated omission).
         self._origin_ns: int | None = None
-        self.sample_kind = REQUEST  # SETUP while the open model's one discovery runs
+        self._setup = False  # True while discovery and the tool probe run: their samples are setup
 
     # --- plumbing ---
 
@@ -300,13 +300,15 @@ class Session:
                 self.recorder.count("tool_errors")
             elif isinstance(result.get("structuredContent"), dict | list):
                 harvest_handles(result["structuredContent"], self.handles)
+        if self._setup:
+            name = setup_name(name)
         if self.checker is not None and reply.response is not None and self.checker.due():
             self.recorder.count("checked")
             for rule, text in self.checker.violations(reply):
                 self.recorder.violation(rule, f"{name}: {text}")
                 if failure is None:
                     failure, detail = f"violation {rule}", text
-        self.recorder.record(name, elapsed_us, kind=self.sample_kind, failure=failure,
+        self.recorder.record(name, elapsed_us, kind=SETUP if self._setup else REQUEST, failure=failure,
                              first_event_us=reply.first_event_us, raw_ns=reply.elapsed_ns)
         if self.fire is not None:
             exc = LoadFailure(f"{failure}: {detail}" if detail else failure) if failure else None
@@ -325,7 +327,16 @@ class Session:
     # --- discovery ---
 
     def discover(self) -> bool:
-        """server/discover, then the lists the server advertises; False when the target is unusable."""
+        """server/discover, then the lists the server advertises; False when the target is unusable.
+
+        Recorded as setup (`setup server/discover`, `setup tools/list`, ...), never as workload."""
+        self._setup = True
+        try:
+            return self._discover()
+        finally:
+            self._setup = False
+
+    def _discover(self) -> bool:
         reply = self._post("server/discover", {})
         self._record("server/discover", reply)
         result = reply.result
@@ -375,7 +386,15 @@ class Session:
         which a server must tolerate, MRTR-17). A tool answering a JSON-RPC error (say -32021:
         it needs a capability a load user does not declare) is left out of the mix, and the
         summary says why. A tool that needs a server-minted handle nobody has yet is not probed.
+        Recorded as setup, like discovery.
         """
+        self._setup = True
+        try:
+            return self._probe_tools()
+        finally:
+            self._setup = False
+
+    def _probe_tools(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
         pinned = set(self.options.mrtr_tools)
         mrtr: list[dict[str, Any]] = []
         excluded: dict[str, str] = {}

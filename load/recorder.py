@@ -23,11 +23,25 @@ OPERATION = "operation"
 # An open-model arrival that waited for a free slot longer than the request timeout: never sent,
 # counted as a timeout (a client with that timeout would have given up), not as a request.
 BACKLOG = "backlog"
-# Open model: the one discovery a process makes before its arrivals start. Counted as requests
-# (and failures), shown by name, but left out of the overall percentiles and the timeline: it is
-# not part of the arrival schedule, and the first request a fresh server serves is its slowest.
+# Discovery (server/discover, the lists, the tool probe) a client makes before its workload: in
+# the closed model each user's, in the open model the one shared by a process's slots. Counted as
+# requests (and failures), shown by name, but left out of the overall percentiles and the
+# timeline: it is not part of the workload, and the first request a fresh server serves is its
+# slowest. Setup samples carry names of their own (`setup_name`), so a method that is both setup
+# and workload (tools/list) is two names, each of one kind.
 SETUP = "setup"
+SETUP_PREFIX = "setup "
 BACKLOG_NAME = "(arrival not sent: backlog)"
+# The kinds of samples in the overall figures (percentiles, timeline, gates, objectives).
+OVERALL_KINDS = (REQUEST, BACKLOG)
+
+
+def setup_name(name: str) -> str:
+    return SETUP_PREFIX + name
+
+
+class KindClash(ValueError):
+    """One name recorded under two kinds: its figures would be counted in one set and not the other."""
 
 
 @dataclass(slots=True)
@@ -85,6 +99,10 @@ class Recorder:
         stats = self.names.get(name)
         if stats is None:
             stats = self.names[name] = NameStats(kind)
+        elif stats.kind != kind:
+            # Never silently file a sample under its name's first kind: that once dropped every
+            # open-model tools/list arrival from the overall figures (it was first seen as setup).
+            raise KindClash(f"{name!r} recorded as {kind} after {stats.kind}")
         return stats
 
     def record(
@@ -114,7 +132,7 @@ class Recorder:
             stats.failures[failure] += 1
             if count_failure:
                 self.failures[failure] += 1
-        if kind in (REQUEST, BACKLOG):
+        if kind in OVERALL_KINDS:
             sec = int(time.time())
             second = self.timeline.get(sec)
             if second is None:
@@ -153,7 +171,7 @@ class Recorder:
         open model's backlog timeouts: an arrival never sent is still a wait a client saw)."""
         total = ExactHistogram()
         for stats in self.names.values():
-            if stats.kind in (REQUEST, BACKLOG):
+            if stats.kind in OVERALL_KINDS:
                 total.merge(stats.latency)
         return total
 

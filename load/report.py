@@ -88,10 +88,12 @@ def _verdicts(summary: dict[str, Any]) -> str:
     if baseline:
         rows = "".join(
             f"<tr><td>{_e(c['name'])}</td><td>{_e(c['metric'])}</td><td>{c['before']:g}</td><td>{c['after']:g}</td>"
-            f"<td class=\"{'bad' if c['regression'] else 'ok'}\">{'REGRESSION' if c['regression'] else 'ok'}</td></tr>"
+            f"<td class=\"{'bad' if c['regression'] else 'ok'}\">{'REGRESSION' if c['regression'] else 'ok'}"
+            f"{_e(' (not gated: ' + c['not_gated'] + ')') if c.get('not_gated') else ''}</td></tr>"
             for c in baseline.get("changes") or [])
         parts.append(f"<h2>Baseline {_e(baseline.get('file', ''))} (margin {baseline.get('margin', 0) * 100:g}%)</h2>"
-                     f"<table><tr><th>name</th><th>metric</th><th>before</th><th>after</th><th>verdict</th></tr>"
+                     + (f"<p>{_e(baseline['tolerates'])}</p>" if baseline.get("tolerates") else "")
+                     + f"<table><tr><th>name</th><th>metric</th><th>before</th><th>after</th><th>verdict</th></tr>"
                      f"{rows}</table>")
     return "".join(parts)
 
@@ -101,7 +103,8 @@ def render(summary: dict[str, Any]) -> str:
     requests = [(n, e) for n, e in ops.items() if e.get("kind") != OPERATION]
     operations = [(n, e) for n, e in ops.items() if e.get("kind") == OPERATION]
     overall = dict(summary.get("overall") or {})
-    overall.update(count=summary.get("requests", 0), failures=summary.get("failures", 0), rps=summary.get("rps", 0))
+    # the row's count and rps are those of the samples its percentiles are read from (setup is not)
+    overall.update(rps=round(overall.get("count", 0) / max(float(summary.get("duration_s") or 0), 1e-9), 1))
     verdict = summary.get("verdict") or {}
     reasons = verdict.get("reasons") or []
     status = ('<span class="ok">PASS</span>' if not reasons
@@ -122,7 +125,9 @@ def render(summary: dict[str, Any]) -> str:
         f"<h1>Load run against {_e(summary.get('target', ''))}</h1>",
         f"<p>{status}</p><p>{_e(describe_model(summary.get('model') or {}))}</p>",
         f"<p>{summary.get('requests', 0)} requests in {summary.get('duration_s', 0):g} s "
-        f"({summary.get('rps', 0)} rps), {summary.get('failures', 0)} failures, "
+        f"({summary.get('rps', 0)} rps; {summary.get('setup_requests', 0)} of them setup, shown by name and "
+        "not in 'all requests'), "
+        f"{summary.get('failures', 0)} failures, "
         f"{summary.get('violations', 0)} oracle violations; MRTR: {mrtr.get('operations', 0)} operations completed, "
         f"{mrtr.get('failed', 0)} failed, {mrtr.get('legs', 0)} legs, up to {mrtr.get('max_in_flight', 0)} in flight</p>",
         *(svg(c) for c in charts(summary)[:3]),
@@ -131,7 +136,8 @@ def render(summary: dict[str, Any]) -> str:
         _table(operations) if operations else "<p>no MRTR operation</p>",
         "<h2>Failures by kind</h2>", failures,
         f"<h2>Oracle violations</h2>{'<ul>' + violations + '</ul>' if violations else '<p>none</p>'}",
-        f"<h2>Server memory</h2><p>{_e(mem_text)}</p>", svg(charts(summary)[3]),
+        # a target the harness did not start has no memory series: no empty chart for it
+        f"<h2>Server memory</h2><p>{_e(mem_text)}</p>", svg(charts(summary)[3]) if memory.get("sampled") else "",
         _verdicts(summary),
         "</body></html>\n",
     ])

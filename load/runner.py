@@ -16,13 +16,10 @@ import contextlib
 import http.client
 import itertools
 import math
-import os
 import re
 import shlex
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -36,8 +33,8 @@ from load import gates as gates_mod
 from load import report as report_mod
 from load.memory import MemorySampler, analyse, describe
 from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
-from load.summary import format_table, read_json, summary_line, write_json
-from targets import extra_headers, validate, wire
+from load.summary import consistency, format_table, read_json, summary_line, write_json
+from targets import auth_client, extra_headers, ownership, processes, validate, wire
 from targets.http_deadline import deadline_connection, read_capped
 from targets.spawn_pool import SpawnPool, free_ports
 from targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
@@ -97,17 +94,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-margin", default="20%", help="regression margin against --baseline (default 20%%)")
     p.add_argument("--baseline-floor-ms", type=float, default=0.5,
                    help="latency changes smaller than this are never regressions (default 0.5)")
+    p.add_argument("--baseline-min-samples", type=int, default=gates_mod.DEFAULT_MIN_SAMPLES,
+                   help="a name's p99 is gated against --baseline only with this many samples in both runs "
+                        f"(default {gates_mod.DEFAULT_MIN_SAMPLES})")
+    p.add_argument("--rate-tolerance", default=f"{gates_mod.DEFAULT_RATE_TOLERANCE * 100:g}%",
+                   help="open model: share of the arrivals due that may go unsent before the run fails "
+                        f"(default {gates_mod.DEFAULT_RATE_TOLERANCE * 100:g}%%)")
     p.add_argument("--memory-threshold-mb", type=float, default=DEFAULT_MEMORY_THRESHOLD_MB,
                    help=f"server RSS growth that fails the run (default {DEFAULT_MEMORY_THRESHOLD_MB:g})")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback http:// target")
     extra_headers.add_option(p)  # every Locust user's request carries them (load/mcp_client.py)
+    auth_client.add_options(p)  # every request carries a valid token of the harness's issuer
     p.add_argument("--isolate-network", action="store_true",
                    help="start each server (the default or http+spawn:) in a network namespace of its own, "
                         "reached through a relay on its loopback port (Linux, root)")
     p.add_argument("--bug", action="append", default=[], metavar="NAME",
                    help="embedded default only: start the reference server with this mutant bug")
     p.add_argument("--path", default="/mcp", help="MCP endpoint path of http+spawn instances (default /mcp)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds per request, and for each started server to answer (default 10)")
     p.add_argument("--log-level", default="", help="send this logLevel in _meta (servers may stream logs over SSE)")
     p.add_argument("--mrtr-in-flight", type=int, default=4, help="open MRTR operations per user (default 4)")
     p.add_argument("--mrtr-gap", type=int, default=1, help="other requests between two legs (default 1)")
@@ -180,7 +185,8 @@ def discover_ok(url: str, timeout: float) -> str | None:
     conn = deadline_connection(parts.scheme, parts.hostname or "127.0.0.1", port, time.monotonic() + timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        conn.request("POST", path, body=wire.dumps(msg), headers=wire.http_headers(msg) | extra_headers.expanded())
+        headers = auth_client.apply_auth(wire.http_headers(msg) | extra_headers.expanded(), url).wire
+        conn.request("POST", path, body=wire.dumps(msg), headers=headers)
         resp = conn.getresponse()
         body = read_capped(resp)  # bounded in bytes and, through the connection, in time
         messages = wire.response_messages(resp.getheader("content-type"), body)
@@ -286,41 +292,31 @@ class _ProgressTail:
 
 
 def _run_locust(cmd: list[str], log_path: Path, deadline_s: float, progress: _ProgressTail | None = None) -> int | None:
-    """Run Locust in its own process group, showing its progress; None when it had to be killed
+    """Run Locust as the harness runs servers (`targets.processes.spawn`: its own group, an owner
+    tag its forked workers inherit, the parent-death signal, the guardian), so that even a
+    SIGKILLed `load` leaves no Locust behind; shows its progress; None when it had to be killed
     at the deadline. A `Terminated` raised meanwhile stops Locust first, then propagates."""
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        try:
+            proc = processes.spawn(cmd, pipes=False, output=log.fileno())
+        except processes.SpawnError as exc:
+            log.write(f"mcp-gauntlet load: cannot start Locust: {exc}\n".encode())
+            return 2
         deadline = time.monotonic() + deadline_s
         try:
             while True:
-                try:
-                    status = proc.wait(timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+                status = proc.wait_exit(min(0.5, max(0.0, deadline - time.monotonic())))
+                if status is not None:
                     if progress is not None:
                         progress.done()
                     return status
-                except subprocess.TimeoutExpired:
-                    if progress is not None:
-                        progress.poll()
-                    if time.monotonic() >= deadline:
-                        raise
-        except (subprocess.TimeoutExpired, Terminated) as exc:
-            for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    proc.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            if isinstance(exc, Terminated):
-                raise
-            return None
+                if progress is not None:
+                    progress.poll()
+                if time.monotonic() >= deadline:
+                    return None
         finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            proc.reap(grace=0.0, term_grace=5.0)  # SIGTERM, then SIGKILL, the group and its tagged strays
+            proc.close_log()
 
 
 MAX_TIMEOUT_S = 3600.0
@@ -339,6 +335,7 @@ def _finite(name: str, value: float | None, low: float, high: float, *, low_ok: 
 
 
 def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], float, dict[str, Any] | None]:
+    """Every option checked before anything starts (sets args.tolerance, the parsed --rate-tolerance)."""
     users_given = args.users is not None
     if args.rate is not None and args.users is not None:
         raise UsageError("--users is the closed model and --rate the open one: give one of them "
@@ -359,6 +356,8 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     _finite("--progress-every", args.progress_every, 0.0, 3600.0, low_ok=True)
     _finite("--memory-threshold-mb", args.memory_threshold_mb, 0.0, 1e7)
     _finite("--baseline-floor-ms", args.baseline_floor_ms, 0.0, 1e7, low_ok=True)
+    if not 1 <= args.baseline_min_samples <= 10**9:
+        raise UsageError("--baseline-min-samples must be between 1 and 10^9")
     run_s = parse_duration(args.run_time)
     try:  # before any process starts: the Locust processes inherit them through the environment
         extra_headers.configure(args.header)
@@ -390,6 +389,7 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     try:
         gates = gates_mod.parse_gates(args.fail_on)
         margin = gates_mod.parse_margin(args.baseline_margin)
+        args.tolerance = gates_mod.parse_tolerance(args.rate_tolerance)
     except gates_mod.GateError as exc:
         raise UsageError(str(exc)) from None
     baseline = None
@@ -403,14 +403,30 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     return run_s, gates, margin, baseline
 
 
+TMP_PREFIX = "mcp-gauntlet-load-"
+
+
 def load_main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         run_s, gates, margin, baseline = _validate(args)
-    except UsageError as exc:
+        if not args.auth and auth_client.needs_issuer([args.target or ""]):
+            raise UsageError("the target command names {issuer}: add --auth")
+        # before any process starts: the Locust processes find the issuer through the environment
+        auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
+    except (UsageError, auth_client.AuthServerError) as exc:
         print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="mcp-gauntlet-load-") as tmp:
+    try:
+        return _load_main(args, run_s, gates, margin, baseline)
+    finally:
+        if auth is not None:
+            auth.close()
+
+
+def _load_main(args: argparse.Namespace, run_s: float, gates: list[gates_mod.Gate], margin: float,
+               baseline: dict[str, Any] | None) -> int:
+    with ownership.owned_tempdir(TMP_PREFIX) as tmp:
         try:
             spec = _target(args, Path(tmp))
         except UsageError as exc:
@@ -465,7 +481,9 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
             print(f"mcp-gauntlet load: error: the step at {rate:g}/s did not finish; see {step_out / 'locust.log'}",
                   file=sys.stderr)
             return None
-        return read_json(step_out / "summary.json")
+        summary = read_json(step_out / "summary.json")
+        summary["config"] = {"processes": args.processes}  # read by the delivered-rate check
+        return summary
 
     failed: list[float] = []
     numbers = itertools.count(1)
@@ -476,7 +494,7 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
             failed.append(rate)
         return summary
 
-    found = capacity.search(run_or_note, slos, start=args.start_rate, factor=args.rate_factor,
+    found = capacity.search(run_or_note, slos, tolerance=args.tolerance, start=args.start_rate, factor=args.rate_factor,
                             max_rate=args.max_rate, refine=args.refine,
                             on_step=lambda step: print(capacity.format_row(step.row(), next(numbers)), flush=True))
     report = capacity.report(found, slos, urls=urls, step_s=step_s, incomplete=bool(failed))
@@ -509,7 +527,8 @@ def _run(
     try:
         if spec.kind == "http+spawn":
             print(f"starting {args.instances} instance(s) of {spec.text}", flush=True)
-            pool = SpawnPool(spec, args.instances)
+            # a started server has --timeout to answer, like any request (not a fixed wait)
+            pool = SpawnPool(spec, args.instances, ready_timeout=max(args.timeout, 1.0))
             try:
                 pool.start()
             except TargetError as exc:
@@ -565,14 +584,22 @@ def _run(
     summary["gates"] = [{"gate": r.gate.text, "value": r.value, "crossed": r.crossed} for r in results]
     changes = []
     if baseline is not None:
-        changes = gates_mod.compare_baseline(summary, baseline, margin=margin, floor_ms=args.baseline_floor_ms)
+        changes = gates_mod.compare_baseline(summary, baseline, margin=margin, floor_ms=args.baseline_floor_ms,
+                                             min_samples=args.baseline_min_samples)
         summary["baseline"] = {
-            "file": str(args.baseline), "margin": margin,
+            "file": str(args.baseline), "margin": margin, "floor_ms": args.baseline_floor_ms,
+            "min_samples": args.baseline_min_samples,
+            "tolerates": gates_mod.describe_noise(margin, args.baseline_floor_ms, args.baseline_min_samples),
             "changes": [{"name": c.name, "metric": c.metric, "before": c.before, "after": c.after,
-                         "regression": c.regression} for c in changes],
+                         "regression": c.regression, "not_gated": c.not_gated} for c in changes],
             "regressions": sum(c.regression for c in changes),
         }
-    reasons = _verdict(summary, results, changes)
+    summary["consistency"] = consistency(summary)
+    delivery = gates_mod.undelivered(summary, args.tolerance)
+    if (summary.get("model") or {}).get("kind") == "open":
+        summary["model"]["tolerance"] = args.tolerance
+        summary["model"]["delivered"] = delivery is None
+    reasons = _verdict(summary, results, changes, delivery)
     summary["verdict"] = {"exit_status": 1 if reasons else 0, "reasons": reasons}
     write_json(summary_path, summary)
     (out / "report.html").write_text(report_mod.render(summary), encoding="utf-8")
@@ -582,7 +609,8 @@ def _run(
     for r in results:
         print(r.describe())
     if changes:
-        print(f"baseline {args.baseline} (margin {margin * 100:g}%):")
+        print(f"baseline {args.baseline}: "
+              + gates_mod.describe_noise(margin, args.baseline_floor_ms, args.baseline_min_samples))
         for c in changes:
             print("  " + c.describe())
     for reason in reasons:
@@ -592,8 +620,13 @@ def _run(
     return 1 if reasons else 0
 
 
-def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], changes: list[gates_mod.Change]) -> list[str]:
+def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], changes: list[gates_mod.Change],
+             delivery: str | None = None) -> list[str]:
     reasons = []
+    if summary.get("consistency"):
+        reasons.append("inconsistent figures (a harness bug): " + "; ".join(summary["consistency"]))
+    if delivery is not None:
+        reasons.append(delivery)
     if summary.get("failures"):
         reasons.append(f"{summary['failures']} failed requests or operations")
     if summary.get("violations"):

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from load.histogram import PERCENTILES, ExactHistogram
-from load.recorder import OPERATION, Recorder
+from load.recorder import BACKLOG, OPERATION, OVERALL_KINDS, REQUEST, SETUP, Recorder
 
 REVISION = "2026-07-28"
 
@@ -83,6 +83,8 @@ def build_summary(
     requests = rec.requests
     counters = rec.counters
     overall = rec.merged_requests()
+    overall_failures = sum(s.failure_count for s in rec.names.values() if s.kind in OVERALL_KINDS)
+    setup = sum(s.count for s in rec.names.values() if s.kind == SETUP)
     return {
         "target": target,
         "revision": REVISION,
@@ -95,7 +97,8 @@ def build_summary(
         "operations": operations,
         "violations": sum(rec.violations.values()),
         "model": model or {"kind": "closed"},
-        "overall": {"count": overall.count, **_hist_entry(overall)},
+        "overall": {"count": overall.count, "failures": overall_failures, **_hist_entry(overall)},
+        "setup_requests": setup,
         "distribution": distribution(overall),
         "timeline": timeline(rec),
         "failures_by_kind": dict(sorted(rec.failures.items())),
@@ -125,6 +128,35 @@ def build_summary(
         "mrtr_tools": sorted(rec.mrtr_tools),
         "excluded_tools": dict(sorted(rec.excluded_tools.items())),
     }
+
+
+def consistency(summary: dict[str, Any]) -> list[str]:
+    """Whether the run's figures describe one set of samples; each problem is one line.
+
+    Recomputed from the per-name rows as written: the requests total is every request and setup
+    sample, the overall figures (percentiles, timeline, gates, objectives) every request and
+    backlog sample, so overall count = requests - setup + backlog, and the timeline holds
+    exactly the overall samples. A mismatch is a harness bug, and it fails the run: a gate read
+    from a set other than the one counted would be a verdict nobody can trust.
+    """
+    by_kind: dict[str, int] = {}
+    for entry in (summary.get("operations") or {}).values():
+        kind = entry.get("kind", REQUEST)
+        by_kind[kind] = by_kind.get(kind, 0) + int(entry.get("count", 0))
+    request, setup, backlog = by_kind.get(REQUEST, 0), by_kind.get(SETUP, 0), by_kind.get(BACKLOG, 0)
+    overall = int((summary.get("overall") or {}).get("count", 0))
+    problems = []
+    if summary.get("requests") != request + setup:
+        problems.append(f"requests {summary.get('requests')} != {request} request + {setup} setup samples by name")
+    if summary.get("setup_requests", setup) != setup:
+        problems.append(f"setup_requests {summary.get('setup_requests')} != {setup} setup samples by name")
+    if overall != request + backlog:
+        problems.append(f"overall count {overall} != {request} request + {backlog} backlog samples by name")
+    seconds = summary.get("timeline")
+    if seconds is not None and sum(int(s.get("requests", 0)) for s in seconds) != overall:
+        problems.append(f"timeline holds {sum(int(s.get('requests', 0)) for s in seconds)} samples, "
+                        f"overall count {overall}")
+    return problems
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -169,9 +201,15 @@ def format_table(summary: dict[str, Any]) -> str:
         lines.append("")
         lines.extend(row(n, e) for n, e in operations)
     overall = dict(summary.get("overall") or {})
-    overall.update(count=summary.get("requests", 0), failures=summary.get("failures", 0), rps=summary.get("rps", 0))
+    duration = max(float(summary.get("duration_s") or 0.0), 1e-9)
+    # the row's count, failures and rps are those of the samples its percentiles are read from
+    overall.update(rps=round(overall.get("count", 0) / duration, 1))
     lines.append("-" * len(head))
     lines.append(row("all requests", overall))
+    setup = summary.get("setup_requests") or 0
+    lines.append(f"{summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures in all; "
+                 f"{setup} setup requests (discovery, tool probe) are shown by name, not in 'all requests'"
+                 if setup else f"{summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures in all")
     kinds = summary.get("failures_by_kind") or {}
     if kinds:
         lines.append("failures: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
@@ -199,6 +237,8 @@ def describe_model(model: dict[str, Any]) -> str:
     if model.get("kind") == "open":
         text = (f"model: open, {model.get('rate', 0):g} arrivals/s, up to {model.get('max_in_flight')} in flight; "
                 "latency timed from each arrival's intended start")
+        if "arrivals_sent" in model:
+            text += f"; {model['arrivals_sent']} of {model.get('arrivals_due', 0)} arrivals due were sent"
         if model.get("backlog_timeouts"):
             text += f"; {model['backlog_timeouts']} arrivals waited past --timeout and were not sent"
         if model.get("not_started_at_stop"):

@@ -40,7 +40,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from load.mcp_client import TIMEOUT, McpHttp
 from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix, warmup_exchanges
 from load.pacing import Pacer
-from load.recorder import BACKLOG, BACKLOG_NAME, REQUEST, SETUP, Recorder
+from load.recorder import BACKLOG, BACKLOG_NAME, Recorder
 from load.summary import build_summary, format_table, write_json
 
 log = logging.getLogger("mcp-gauntlet.load")
@@ -102,6 +102,10 @@ class _Process:
         self.finals: set[str] = set()
         self.raw: list[tuple[str, int]] | None = None
         self.pacer: Pacer | None = None  # open model only (--mcp-rate)
+        self.pacer_noted = False  # its arrivals were counted when the run started stopping
+        self.busy = 0  # open model: slots serving an arrival now, and their peak
+        self.busy_peak = 0
+        self.cpu_start: tuple[float, float] | None = None  # (process CPU s, wall s) at test start
         self.shared: Any = None  # open model: the session that discovered for all (catalog, handles)
         self.progress: Any = None  # the greenlet writing --mcp-progress
 
@@ -195,11 +199,27 @@ def _on_final(environment: Any, msg: Any, **_kw: Any) -> None:
 
 
 def _note_backlog() -> None:
-    """Open model, at stop: arrivals that were due but that no user had taken yet."""
-    if STATE.pacer is not None:
-        STATE.recorder.counters["open_due"] += STATE.pacer.due()
-        STATE.recorder.counters["open_not_started"] += STATE.pacer.not_started()
-        STATE.pacer = None
+    """Open model, when the run starts stopping: the arrivals due, those taken by a slot, those
+    due but not taken yet, how busy the slots got and how much CPU this process spent, so the
+    runner can tell a rate that was delivered from one that was not, and say why (CLI: the
+    delivered-rate check). Counted once, at the moment the measuring ends, not after the users'
+    teardown (which takes a while, and would count its own time as arrivals not sent)."""
+    pacer = STATE.pacer
+    if pacer is None or STATE.pacer_noted:
+        return
+    STATE.pacer_noted = True
+    counters = STATE.recorder.counters
+    now = time.perf_counter_ns()
+    due = pacer.due(now)
+    counters["open_due"] += due
+    # taken by a slot and due: a slot waiting for an arrival whose time had not come sent nothing
+    counters["open_issued"] += min(pacer.issued, due)
+    counters["open_not_started"] += pacer.not_started(now)
+    counters["open_slots_peak"] += STATE.busy_peak
+    if STATE.cpu_start is not None:
+        cpu, wall = STATE.cpu_start
+        counters["open_cpu_ms"] += round((time.process_time() - cpu) * 1000)
+        counters["open_wall_ms"] += round((time.monotonic() - wall) * 1000)
 
 
 def _progress_loop(path: Path, every: float) -> None:
@@ -233,6 +253,9 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
             STATE.progress = gevent.spawn(_progress_loop, Path(opts.mcp_progress), opts.mcp_progress_every)
     if opts is not None and opts.mcp_rate > 0 and not isinstance(environment.runner, MasterRunner):
         STATE.pacer = Pacer(opts.mcp_rate)
+        STATE.pacer_noted = False
+        STATE.busy = STATE.busy_peak = 0
+        STATE.cpu_start = (time.process_time(), time.monotonic())
     STATE.checker.every = opts.check_every if opts is not None else 10
     if opts is not None and opts.mcp_raw_samples:
         STATE.raw = []
@@ -244,6 +267,7 @@ def _on_test_stopping(environment: Any, **_kw: Any) -> None:
     runner = environment.runner
     if not isinstance(runner, MasterRunner):
         STATE.recorder.closed = True  # a worker's or a local run's users are being torn down
+        _note_backlog()
         return
     workers = [c.id for c in runner.clients.all]
     for worker in workers:
@@ -315,13 +339,19 @@ def _model(environment: Any) -> dict[str, Any]:
     if opts is None or opts.mcp_rate <= 0:
         return {"kind": "closed", "users": users}
     counters = STATE.recorder.counters
+    backlog = counters.get("open_backlog_timeouts", 0)
     return {
         "kind": "open",
         "rate": opts.mcp_rate_total or opts.mcp_rate,
         "max_in_flight": users,
         "arrivals_due": counters.get("open_due", 0),
+        # taken by a slot and sent (an arrival taken too late is a backlog timeout, never sent)
+        "arrivals_sent": max(0, counters.get("open_issued", 0) - backlog),
         "not_started_at_stop": counters.get("open_not_started", 0),
-        "backlog_timeouts": counters.get("open_backlog_timeouts", 0),
+        "backlog_timeouts": backlog,
+        "slots_busy_peak": counters.get("open_slots_peak", 0),
+        "generator_cpu_s": counters.get("open_cpu_ms", 0) / 1000.0,
+        "generator_wall_s": counters.get("open_wall_ms", 0) / 1000.0,
     }
 
 
@@ -374,10 +404,8 @@ class McpUser(User):
             # so one of them discovers for all; a burst of every slot's discovery at the start
             # would otherwise be the run's worst second.
             with STATE.mrtr_lock:
-                session.sample_kind = SETUP
                 if STATE.shared is None and self._discover_own(session, locked=True):
                     STATE.shared = session
-                session.sample_kind = REQUEST
                 if STATE.shared is None:
                     self.ready = False
                     return
@@ -434,7 +462,12 @@ class McpUser(User):
             STATE.recorder.record(BACKLOG_NAME, late_us, kind=BACKLOG, failure=TIMEOUT)
             STATE.recorder.count("open_backlog_timeouts")
             return
-        self.session.run_unit(slot)
+        STATE.busy += 1
+        STATE.busy_peak = max(STATE.busy_peak, STATE.busy)
+        try:
+            self.session.run_unit(slot)
+        finally:
+            STATE.busy -= 1
 
     def on_stop(self) -> None:
         if self.session is not None:

@@ -40,14 +40,37 @@ class HeaderError(ValueError):
     """A `--header` that cannot be used; the message is one line."""
 
 
+_BREAKS = re.compile(r"[\r\n\0]")
+_EXAMPLE = "expected 'NAME: VALUE', e.g. 'Authorization: Bearer ${TOKEN}'"
+
+
 def parse_header(text: str) -> tuple[str, str]:
+    """(name, template). Errors name the header, never its value (it may be the secret itself)."""
     name, sep, value = text.partition(":")
     name, value = name.strip(), value.strip()
-    if not sep or not _NAME.match(name):
-        raise HeaderError(f"--header {text!r}: expected 'NAME: VALUE', e.g. 'Authorization: Bearer ${{TOKEN}}'")
+    if not sep:
+        raise HeaderError(f"--header: {_EXAMPLE} (the text given is not shown: it may hold a secret)")
+    if not _NAME.match(name):
+        shown_name = name if len(name) <= 40 and not _BREAKS.search(name) else name[:40].splitlines()[0] + "..."
+        raise HeaderError(f"--header {shown_name!r}: not a header name; {_EXAMPLE}")
     if name.lower() in ("host", "content-length", "content-type"):
         raise HeaderError(f"--header {name}: the harness sets this header itself")
+    if _BREAKS.search(value):
+        raise HeaderError(f"--header {name}: the value holds a CR, LF or NUL, which would split the request")
     return name, value
+
+
+def _checked(name: str, value: str, env: Mapping[str, str]) -> str:
+    """`value` with its variables expanded from `env`; HeaderError (naming the header and the
+    variable, never what it holds) when an expansion would put a line break on the wire."""
+    def one(m: re.Match[str]) -> str:
+        got = env.get(m.group(1), "")
+        if _BREAKS.search(got):
+            raise HeaderError(f"--header {name}: environment variable {m.group(1)} holds a CR, LF or NUL, "
+                              "which would split the request")
+        return got
+
+    return _VAR.sub(one, value)
 
 
 def configure(texts: Iterable[str], environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
@@ -58,6 +81,7 @@ def configure(texts: Iterable[str], environ: Mapping[str, str] | None = None) ->
         missing = [v for v in _VAR.findall(value) if v not in env]
         if missing:
             raise HeaderError(f"--header {name}: environment variable {missing[0]} is not set")
+        _checked(name, value, env)
     os.environ[HEADERS_ENV] = orjson.dumps(headers).decode()
     return headers
 
@@ -72,7 +96,7 @@ def templates() -> list[tuple[str, str]]:
 def expanded(given: list[tuple[str, str]] | None = None) -> dict[str, str]:
     """The configured headers with their variables' current values: what goes on the wire."""
     pairs = templates() if given is None else given
-    return {name: _VAR.sub(lambda m: os.environ.get(m.group(1), ""), value) for name, value in pairs}
+    return {name: _checked(name, value, os.environ) for name, value in pairs}
 
 
 def shown(given: list[tuple[str, str]] | None = None) -> dict[str, str]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from targets import extra_headers, wire
+from strategies.auth_tokens import AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER
+from targets import auth_client, extra_headers, wire
 from targets.connection import (
     DEFAULT_LINE_CAP,
     DEFAULT_TIMEOUT,
@@ -66,6 +67,10 @@ class Endpoint:
     def new_connection(self, deadline: float) -> http.client.HTTPConnection:
         """A connection whose connect, send and every read end by `deadline` (set anew per exchange)."""
         return deadline_connection(self.scheme, self.host, self.port, deadline)
+
+
+# What the transcript records of a request's token case: its directive and what it is judged by.
+auth_recorded: Final = frozenset(h.lower() for h in (AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER))
 
 
 def default_headers(message: Any, http_method: str) -> dict[str, str]:
@@ -380,6 +385,10 @@ class HttpConnection(Connection):
         body, message = frame_bytes_and_message(frame)
         given = default_headers(message, http_method) if headers is None else dict(headers)
         given.update(extra_headers.expanded())  # --header, ${VAR}s expanded now, at send time
+        # --auth: the request's token case, minted now; recorded as its directive and placeholder
+        applied = auth_client.apply_auth(given, ep.url)
+        given, shown_auth = applied.wire, applied.recorded
+        path = applied.path or path
         names = {k.lower() for k in given}
         wire_headers: list[tuple[str, str | bytes]] = list(given.items())
         if "host" not in names:
@@ -388,8 +397,15 @@ class HttpConnection(Connection):
             wire_headers.append(("Content-Length", str(len(body))))
         target = path or ep.path
         recorded = {k: _header_text(v) for k, v in wire_headers} | extra_headers.shown()  # never the secret
+        if shown_auth is not given:
+            recorded = {k: v for k, v in recorded.items() if k.lower() != "authorization"} | {
+                k: v for k, v in shown_auth.items() if k.lower() in auth_recorded or k.lower() == "authorization"}
+        note = f"{http_method} {target}"
+        if applied.sent_query:
+            sep = "&" if "?" in target else "?"
+            target, note = f"{target}{sep}{applied.sent_query}", f"{note}{sep}{applied.shown_query}"
         index = self._record(
-            "send", proc=i, message=message, raw=body, headers=recorded, note=f"{http_method} {target}"
+            "send", proc=i, message=message, raw=body, headers=recorded, note=note
         )
         self._last_send = index
         request_id = message.get("id") if isinstance(message, dict) and "method" in message else None

@@ -24,11 +24,13 @@ import ctypes.util
 import itertools
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -260,3 +262,24 @@ def _reap_adopted(pid: int) -> None:
     never tagged with a server's own tag at this point, because its leader is reaped first)."""
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, 0)
+
+
+# --- temporary directories a killed harness could not remove ---
+
+
+@contextlib.contextmanager
+def owned_tempdir(prefix: str) -> Iterator[Path]:
+    """A temporary directory named `<prefix><our pid>-...`, removed on the way out; first, those
+    of earlier harnesses (same prefix, same user) whose process is gone are removed: a harness
+    killed by SIGKILL or by a re-raised SIGTERM unwinds nothing, and its processes the guardian
+    ends, but not its files."""
+    root = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in root.glob(f"{prefix}*-*"):
+            pid = entry.name[len(prefix):].split("-", 1)[0]
+            if not pid.isdigit() or Path(f"/proc/{pid}").exists() or entry.is_symlink() or not entry.is_dir():
+                continue
+            if entry.stat().st_uid == os.getuid():
+                shutil.rmtree(entry, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-") as tmp:
+        yield Path(tmp)

@@ -23,7 +23,7 @@ from typing import Any, Final, NoReturn
 
 import orjson
 
-from targets import extra_headers, validate, wire
+from targets import auth_client, extra_headers, validate, wire
 from targets.connect import Target
 from targets.connection import Connection, is_response_to
 from targets.http_driver import HttpConnection
@@ -523,6 +523,7 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
     extra_headers.add_option(parser)
+    auth_client.add_options(parser)
     parser.add_argument("--isolate-network", action="store_true",
                         help="start each server in a network namespace of its own with only a loopback, so a tool that "
                              "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
@@ -535,15 +536,22 @@ def probe_main(argv: list[str]) -> int:
     except (validate.InputError, extra_headers.HeaderError) as exc:
         print(f"probe: {exc}", file=sys.stderr)
         return 2
+    session = None
     try:
+        if not args.auth and auth_client.needs_issuer([args.target or ""]):
+            raise auth_client.AuthServerError("the target command names {issuer}: add --auth")
+        session = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
         spec = parse_target(args.target, allow_remote=args.allow_remote, isolate_network=args.isolate_network)
         result = probe(spec, timeout=args.timeout, max_pages=args.max_pages, check_dual=not args.no_dual)
-    except (TargetError, ProbeFailure) as exc:
+    except (TargetError, ProbeFailure, auth_client.AuthServerError) as exc:
         print(f"probe: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("probe: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if session is not None:
+            session.close()
     if args.json:
         sys.stdout.write(orjson.dumps(result.to_json()).decode() + "\n")
     else:

@@ -234,9 +234,11 @@ def spawn(
     cwd: str | Path | None = None,
     pass_fds: Sequence[int] = (),
     isolate_network: bool = False,
+    output: int | None = None,
 ) -> ManagedProcess:
     """Start `argv` in a new session; stdin/stdout are pipes when `pipes`, else stdin is /dev/null
-    and stdout joins stderr in the stderr ring. Raises SpawnError (one line) when it cannot start.
+    and stdout joins stderr in the stderr ring, or in `output` (an open file the caller keeps, such
+    as Locust's log) when given. Raises SpawnError (one line) when it cannot start.
 
     The child is tagged (`ownership.TAG_VAR`), dies with the harness (parent-death signal), and
     is started from the long-lived spawner thread so that signal follows the harness, not a
@@ -266,8 +268,8 @@ def spawn(
             lambda: subprocess.Popen(
                 list(argv),
                 stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if pipes else err_w,
-                stderr=err_w,
+                stdout=subprocess.PIPE if pipes else (err_w if output is None else output),
+                stderr=err_w if output is None else output,
                 bufsize=0,
                 start_new_session=True,
                 close_fds=True,

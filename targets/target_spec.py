@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
+from targets import auth_client
 from targets.transcript import Transcript
 from targets.transports import HTTP, STDIO, Transport
 
@@ -53,8 +54,9 @@ class TargetSpec:
         return STDIO if self.kind == "stdio" else HTTP
 
     def command_for_port(self, port: int) -> list[str]:
-        """The `http+spawn:` command with every `{port}` replaced (str.replace, so JSON braces survive)."""
-        return [arg.replace(PORT_PLACEHOLDER, str(port)) for arg in self.argv]
+        """The `http+spawn:` command with every `{port}` replaced (str.replace, so JSON braces survive),
+        and `{issuer}` by the URL of the harness's authorization server (`--auth`)."""
+        return auth_client.with_issuer([arg.replace(PORT_PLACEHOLDER, str(port)) for arg in self.argv])
 
     def new_transcript(self) -> Transcript:
         return Transcript(target=self.text, transport=self.transport)

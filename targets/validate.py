@@ -116,7 +116,70 @@ def repro_document(doc: Any, name: str) -> dict[str, Any]:
             isinstance(k, str) and isinstance(v, str) for k, v in event["headers"].items()
         ):
             raise InputError(f"{where}.headers must map strings to strings")
+    case = doc.get("case")
+    if isinstance(case, dict):
+        (_client_case if case.get("mode") == "client" else _server_case)(case, f"{name}: case")
     return doc
+
+
+_NUMBER: Final = (int, float)
+_NONE: Final = type(None)
+_CASE_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "property": (str,), "steps": (list,), "warm": (list,), "params": (dict,), "mode": (str,),
+}
+_STEP_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "proc": (int,), "frame": (dict, list, _NONE), "raw": (str,), "raw_b64": (str,), "raw_made": (dict,),
+    "frame_made": (dict,), "headers": (dict, _NONE), "wait": (str,), "label": (str,), "bind": (list,),
+    "group": (int, _NONE), "expect": (dict, _NONE), "mutation": (str, _NONE), "timeout": (*_NUMBER, _NONE),
+    "http_method": (str,),
+}
+_BIND_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "target": (list,), "source": (int,), "path": (list,), "transform": (str,)}
+_PLAY_FIELDS: Final[dict[str, tuple[type, ...]]] = {
+    "kind": (str,), "result": (dict, _NONE), "code": (int, _NONE), "message": (str, _NONE), "probe": (str, _NONE),
+    "before": (list,), "duplicate": (bool,), "sse": (bool,), "hold": _NUMBER,
+}
+_WAITS: Final = ("response", "none", "exit", "stream")
+
+
+def _server_case(case: dict[str, Any], where: str) -> None:
+    """The shape `fuzz.properties.case.Case.from_json` reads; the first bad field, in one line."""
+    _typed(case, _CASE_FIELDS, where)
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in case.get("warm", [])):
+        raise InputError(f"{where}.warm must be a list of process numbers")
+    for i, step in enumerate(case.get("steps", [])):
+        at = f"{where}.steps[{i}]"
+        if not isinstance(step, dict):
+            raise InputError(f"{at} must be an object, not {type(step).__name__}")
+        _typed(step, _STEP_FIELDS, at)
+        if step.get("proc", 0) < 0:
+            raise InputError(f"{at}.proc must not be negative")
+        if isinstance(step.get("headers"), dict) and not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in step["headers"].items()):
+            raise InputError(f"{at}.headers must map strings to strings")
+        if step.get("wait", "response") not in _WAITS:
+            raise InputError(f"{at}.wait must be one of {', '.join(_WAITS)}")
+        for j, bind in enumerate(step.get("bind", [])):
+            if not isinstance(bind, dict) or not {"target", "source", "path"} <= bind.keys():
+                raise InputError(f"{at}.bind[{j}] must be an object with target, source and path")
+            _typed(bind, _BIND_FIELDS, f"{at}.bind[{j}]")
+
+
+def _client_case(case: dict[str, Any], where: str) -> None:
+    """The shape `fuzz.client.case.ClientCase.from_json` reads."""
+    plays = case.get("plays", {})
+    if not isinstance(plays, dict):
+        raise InputError(f"{where}.plays must be an object (method -> list of plays), not {type(plays).__name__}")
+    for method, listed in plays.items():
+        if not isinstance(listed, list):
+            raise InputError(f"{where}.plays[{method!r}] must be a list, not {type(listed).__name__}")
+        for i, play in enumerate(listed):
+            at = f"{where}.plays[{method!r}][{i}]"
+            if not isinstance(play, dict) or not isinstance(play.get("kind"), str):
+                raise InputError(f"{at} must be an object with a kind")
+            _typed(play, _PLAY_FIELDS, at)
+            if not all(isinstance(b, str) for b in play.get("before", [])):
+                raise InputError(f"{at}.before must be a list of strings")
 
 
 def _typed(data: dict[str, Any], fields: dict[str, tuple[type, ...]], where: str) -> None:
@@ -124,7 +187,7 @@ def _typed(data: dict[str, Any], fields: dict[str, tuple[type, ...]], where: str
         if key in data:
             value = data[key]
             # bool is an int to isinstance, but never a valid count, index or status here
-            if isinstance(value, bool) or not isinstance(value, types):
+            if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
                 names = " or ".join("null" if t is type(None) else t.__name__ for t in types)
                 raise InputError(f"{where}: field {key!r} must be {names}, not {type(value).__name__}")
 

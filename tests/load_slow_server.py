@@ -62,8 +62,10 @@ class State:
 def result_for(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     cache = {"ttlMs": 0, "cacheScope": "public"}
     if method == "server/discover":
+        # serverInfo lives in _meta, not in the body (DISC-04)
         return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                "serverInfo": {"name": "load-slow-server", "version": "1"}, **cache}
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "load-slow-server", "version": "1"}},
+                **cache}
     if method == "tools/list":
         return {"tools": [TOOL], **cache}
     if method == "tools/call" and params.get("name") == "echo":

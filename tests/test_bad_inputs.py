@@ -133,6 +133,7 @@ def _repro(tmp_path: Path, doc: object, name: str = "bad.json") -> Path:
 
 
 GOOD_EVENTS = [{"kind": "spawn", "t": 0.0, "proc": 0, "note": "x"}]
+GOOD_TRANSCRIPT = {"target": "stdio:x", "transport": "stdio", "events": GOOD_EVENTS}
 
 
 @pytest.mark.parametrize(
@@ -147,9 +148,23 @@ GOOD_EVENTS = [{"kind": "spawn", "t": 0.0, "proc": 0, "note": "x"}]
         {"case": "steps", "transcript": {"target": "stdio:x", "transport": "stdio", "events": GOOD_EVENTS}},
         {"target": ["stdio:x"], "transcript": {"target": "stdio:x", "transport": "stdio", "events": GOOD_EVENTS}},
         [1, 2, 3],
+        {"case": {"property": "framing", "steps": "abc"}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [{"proc": 0, "headers": 5}]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": ["x"]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [{"proc": 0, "headers": {"a": 1}}]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [{"proc": -1}]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [{"wait": "forever"}]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [{"bind": [7]}]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [{"timeout": "1"}]}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"property": "framing", "steps": [], "warm": "0"}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"mode": "client", "plays": []}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"mode": "client", "plays": {"tools/call": ["x"]}}, "transcript": GOOD_TRANSCRIPT},
+        {"case": {"mode": "client", "plays": {"tools/call": [{"kind": "result", "hold": "1"}]}},
+         "transcript": GOOD_TRANSCRIPT},
     ],
     ids=["proc-str", "events-str", "transport", "target-int", "raw-int", "header-int", "case-str", "doc-target",
-         "list"],
+         "list", "steps-str", "step-headers-int", "step-str", "step-header-value-int", "proc-negative",
+         "wait-unknown", "bind-int", "timeout-str", "warm-str", "plays-list", "play-str", "hold-str"],
 )
 def test_replay_file_with_mistyped_fields(tmp_path: Path, doc: object) -> None:
     assert_one_line_exit_2(run("replay", str(_repro(tmp_path, doc))), "bad.json")

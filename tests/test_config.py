@@ -62,8 +62,42 @@ def test_a_budget_set_higher_up_replaces_the_other_kind_of_budget_below(tmp_path
 
 
 def test_no_configuration_changes_nothing(tmp_path: Path):
-    assert _apply(["--seed", "1"], {"PATH": "/bin", "MCP_GAUNTLET_TEST_THING": "x"}, tmp_path, "[project]\n") == [
-        "--seed", "1"]
+    # the variables the harness hands its own children, and another command's own ones, are not ours
+    env = {"PATH": "/bin", "MCP_GAUNTLET_OWNER": "1.2", "MCP_GAUNTLET_NO_FORK_SERVER": "1",
+           "MCP_GAUNTLET_LOAD_USERS": "3", "MCP_GAUNTLET_STATE_KEY": "k"}
+    assert _apply(["--seed", "1"], env, tmp_path, "[project]\n") == ["--seed", "1"]
+
+
+@pytest.mark.parametrize(("env", "pyproject", "message"), [
+    ({"MCP_GAUNTLET_MAXEXAMPLES": "5"}, "",
+     r"^\$MCP_GAUNTLET_MAXEXAMPLES: .*did you mean \$MCP_GAUNTLET_MAX_EXAMPLES\?$"),
+    ({"MCP_GAUNTLET_FUZZ_SEDE": "5"}, "", r"^\$MCP_GAUNTLET_FUZZ_SEDE: .*did you mean \$MCP_GAUNTLET_FUZZ_SEED\?$"),
+    ({"MCP_GAUNTLET_TEST_THING": "x"}, "", r"^\$MCP_GAUNTLET_TEST_THING: no mcp-gauntlet command has an option"),
+    ({}, "[tool.mcp-gauntlet]\nmax-exampels = 3\n",
+     r"pyproject.toml \[tool.mcp-gauntlet\] max-exampels: .*did you mean max-examples\?$"),
+    ({}, '[tool.mcp-gauntlet.fuzz]\nno-database = "maybe"\n',
+     r"pyproject.toml \[tool.mcp-gauntlet.fuzz\] no-database: no-database must be true or false"),
+    ({"MCP_GAUNTLET_NO_DATABASE": "yes"}, "", r"^\$MCP_GAUNTLET_NO_DATABASE: no-database must be true or false"),
+    ({"MCP_GAUNTLET_MAX_EXAMPLES": "lots"}, "", r"^\$MCP_GAUNTLET_MAX_EXAMPLES: max-examples 'lots': not a valid"),
+    ({}, '[tool.mcp-gauntlet]\nseed = "x"\n', r"pyproject.toml \[tool.mcp-gauntlet\] seed: seed 'x'"),
+    ({"MCP_GAUNTLET_FAIL_ON": "never"}, "", r"^\$MCP_GAUNTLET_FAIL_ON: fail-on must be one of must, should"),
+])
+def test_unknown_keys_loose_booleans_and_wrong_types_are_errors_naming_their_source(
+        tmp_path: Path, env: dict[str, str], pyproject: str, message: str):
+    with pytest.raises(ConfigError, match=message):
+        _apply([], env, tmp_path, pyproject or "[project]\n")
+
+
+def test_strict_booleans_still_take_true_and_false(tmp_path: Path):
+    assert _parsed([], {"MCP_GAUNTLET_NO_DATABASE": "true"}, tmp_path, "[project]\n").no_database is True
+    assert _parsed([], {"MCP_GAUNTLET_NO_DATABASE": "False"}, tmp_path, "[project]\n").no_database is False
+
+
+def test_a_typoed_budget_variable_stops_the_campaign_before_it_runs(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    proc = _run(tmp_path, "fuzz", env={"MCP_GAUNTLET_MAXEXAMPLES": "5"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.stderr.strip().count("\n") == 0 and "did you mean $MCP_GAUNTLET_MAX_EXAMPLES?" in proc.stderr
 
 
 def test_shared_keys_serve_only_commands_that_have_them_but_own_typos_are_errors(tmp_path: Path):

@@ -207,3 +207,31 @@ def test_a_bad_header_is_one_line_and_exit_2(command: str) -> None:
                    timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "NOT_SET_X1 is not set" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+CRLF_SECRET = "s3cr3t-crlf-value"
+
+
+@pytest.mark.parametrize("command", ["probe", "fuzz", "load", "replay"])
+@pytest.mark.parametrize("how", ["literal", "variable", "no-colon"])
+def test_a_header_with_a_line_break_is_one_line_exit_2_naming_the_header_never_the_value(
+        command: str, how: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("GAUNTLET_CRLF_TOKEN", f"Bearer {CRLF_SECRET}\r\nX-Evil: 1")
+    header = {"literal": f"Authorization: Bearer {CRLF_SECRET}\r\nX-Evil: 1",
+              "variable": "Authorization: ${GAUNTLET_CRLF_TOKEN}",
+              "no-colon": f"Bearer {CRLF_SECRET}"}[how]
+    args = ["--target", "http://127.0.0.1:9/mcp", "--header", header]
+    if command == "replay":
+        repro = tmp_path / "r.json"
+        repro.write_text('{"target": "http://127.0.0.1:9/mcp", "case": {"property": "framing", "steps": []}}')
+        args = [str(repro), *args]
+    if command == "fuzz":
+        args += ["--out", str(tmp_path / "out"), "--max-examples", "1"]
+    proc = run_cli(command, *args, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert CRLF_SECRET not in proc.stdout + proc.stderr
+    if how != "no-colon":
+        assert "Authorization" in lines[0] and "CR, LF or NUL" in lines[0], lines[0]
+        assert ("GAUNTLET_CRLF_TOKEN" in lines[0]) == (how == "variable"), lines[0]

@@ -8,7 +8,6 @@ test gives the harness, which every server and daemon below it inherits.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import signal
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from process_support import default_sigint
+from process_support import default_sigint, end_test_processes, marked
 
 from targets import cgroups, wire
 from targets.ownership import tagged_processes
@@ -283,13 +282,6 @@ import time; time.sleep(120)
 """
 
 
-def _marked(marker: str) -> list[int]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(marker in part for part in proc.info["cmdline"] or ()) and proc.pid != os.getpid():
-                found.append(proc.pid)
-    return found
 
 
 @pytest.mark.parametrize("escape", ["tagged", "escape"])
@@ -304,9 +296,9 @@ def test_sigkill_of_the_harness_leaves_no_grandchild_of_a_wrapper(escape: str) -
         assert harness.stdout is not None
         pgid = int(harness.stdout.readline())
         deadline = time.monotonic() + 10
-        while not _marked(marker) and time.monotonic() < deadline:
+        while not marked(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _marked(marker), "the wrapper's child never started"
+        assert marked(marker), "the wrapper's child never started"
         assert group_members(pgid)
         harness.send_signal(signal.SIGKILL)
         harness.wait(timeout=10)
@@ -316,19 +308,14 @@ def test_sigkill_of_the_harness_leaves_no_grandchild_of_a_wrapper(escape: str) -
         # The guardian kills first and removes the cgroups after: wait for both (on a loaded machine
         # the directory goes a little after the last process).
         deadline = time.monotonic() + 15
-        while (_marked(marker) or group_members(pgid) or leftover()) and time.monotonic() < deadline:
+        while (marked(marker) or group_members(pgid) or leftover()) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _marked(marker), "the wrapper's grandchild outlived the harness"
+        assert not marked(marker), "the wrapper's grandchild outlived the harness"
         assert not group_members(pgid)
         assert not wait_untagged(tag)
         assert not leftover(), leftover()
     finally:
-        if harness.poll() is None:
-            harness.kill()
-            harness.wait()
-        for pid in _marked(marker):
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).kill()
+        end_test_processes(harness, marker)
 
 
 def test_each_server_gets_a_cgroup_of_its_own_removed_when_it_ends() -> None:

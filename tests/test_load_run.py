@@ -8,6 +8,7 @@ oracle. The usage and unusable-target cases never start Locust.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -184,3 +185,48 @@ def test_sigterm_stops_locust_and_the_servers(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sigkill_leaves_no_locust_worker_server_or_temporary_directory(tmp_path: Path) -> None:
+    """A SIGKILLed `load` runs nothing of its own cleanup: Locust (and its forked workers) must
+    die with it, as its servers do (targets/ownership.py), and its temporary directory goes at
+    the next run."""
+    import signal
+    import tempfile
+    import time
+
+    import psutil
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "load", "--run-time", "120s", "--users", "2", "--processes", "2",
+                             "--out", str(out), "--progress-every", "1"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    family: list[psutil.Process] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if " rps, " in line and line.startswith("["):
+                break
+        family = psutil.Process(proc.pid).children(recursive=True)
+        assert sum("locust" in " ".join(p.cmdline()) for p in family) >= 3  # master and two workers
+        stale = list(Path(tempfile.gettempdir()).glob(f"mcp-gauntlet-load-{proc.pid}-*"))
+        assert stale
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in family) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not alive, [p.cmdline() for p in alive]
+        # the next run removes the dead run's temporary directory before it starts
+        again = subprocess.run([sys.executable, "-m", "load", "--run-time", "1s", "--users", "1",
+                                "--out", str(tmp_path / "again")], cwd=tmp_path, capture_output=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        assert not any(p.exists() for p in stale)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for p in family:
+            with contextlib.suppress(psutil.Error):
+                p.kill()

@@ -103,14 +103,20 @@ def test_gates_parse_and_cross() -> None:
 
 
 def test_baseline_flags_regressions_beyond_the_margin_only() -> None:
-    before = {"rps": 1000.0, "overall": {"p50_ms": 2.0, "p99_ms": 10.0},
-              "operations": {"tools/list": {"p50_ms": 1.0, "p99_ms": 5.0}, "echo": {"p50_ms": 0.1, "p99_ms": 0.2}}}
-    after = {"rps": 700.0, "overall": {"p50_ms": 2.1, "p99_ms": 11.0},
-             "operations": {"tools/list": {"p50_ms": 1.0, "p99_ms": 9.0}, "echo": {"p50_ms": 0.1, "p99_ms": 0.4}}}
+    before = {"rps": 1000.0, "overall": {"count": 4000, "p50_ms": 2.0, "p99_ms": 10.0},
+              "operations": {"tools/list": {"count": 2000, "p50_ms": 1.0, "p99_ms": 5.0},
+                             "echo": {"count": 2000, "p50_ms": 0.1, "p99_ms": 0.2}}}
+    after = {"rps": 700.0, "overall": {"count": 4000, "p50_ms": 2.1, "p99_ms": 11.0},
+             "operations": {"tools/list": {"count": 2000, "p50_ms": 1.0, "p99_ms": 9.0},
+                            "echo": {"count": 2000, "p50_ms": 0.1, "p99_ms": 0.4}}}
     changes = compare_baseline(after, before, margin=0.2, floor_ms=0.5)
     flagged = {(c.name, c.metric) for c in changes if c.regression}
     # echo doubled but by 0.2 ms, under the floor; overall p99 grew 10%, within the margin
     assert flagged == {("all requests", "rps"), ("tools/list", "p99_ms")}
+    # the same jump read from too few samples is shown but never gated
+    few = compare_baseline(after, before, margin=0.2, floor_ms=0.5, min_samples=5000)
+    assert {(c.name, c.metric) for c in few if c.regression} == {("all requests", "rps")}
+    assert all(c.not_gated for c in few if c.metric == "p99_ms")
 
 
 def test_mix_parsing() -> None:

@@ -54,6 +54,11 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "cancel-echo": ("stdio", "valid", 20, ""),
     "listen-id-as-string": ("stdio", "valid", 20, ""),
     "listen-end-id-as-string": ("stdio", "valid", 20, ""),
+    "auth-audience-unchecked": ("http+auth", "auth", 20, ""),
+    "auth-expiry-unchecked": ("http+auth", "auth", 20, ""),
+    "auth-signature-unchecked": ("http+auth", "auth", 20, ""),
+    "auth-no-www-authenticate": ("http+auth", "auth", 20, ""),
+    "auth-metadata-origin-resource": ("http+auth", "auth", 20, ""),
 }
 LOAD_ONLY = {"slow-leak"}
 MAX_REPRO_FRAMES = 12
@@ -88,6 +93,9 @@ def test_mutant_is_found_and_replayable(bug: str, tmp_path: Path, capsys: pytest
     transport, prop, examples, mutations = PLAN[bug]
     db = tmp_path / "server.sqlite3"
     make = reference_stdio if transport == "stdio" else reference_http
+    if transport == "http+auth":  # the harness is the server's authorization server (--auth, {issuer})
+        def make(db: Path, *bugs: str) -> str:
+            return reference_http(db, *bugs).replace(" --db", " --auth-issuer {issuer} --db", 1)
     target = make(db, bug)
     out = tmp_path / "out"
     # In this process (the console script's own entry point): the oracle's schemas load once per
@@ -95,7 +103,8 @@ def test_mutant_is_found_and_replayable(bug: str, tmp_path: Path, capsys: pytest
     status = cli_main(["fuzz", "--target", target, "--properties", prop, "--max-examples", str(examples),
                        "--seed", "20260728", "--out", str(out), "--database", str(tmp_path / "hypothesis-db"),
                        "--shrink-time", "4", "--first-finding", "--progress", "never", "--fail-on", "heuristic",
-                       *(["--mutations", mutations] if mutations else [])])
+                       *(["--mutations", mutations] if mutations else []),
+                       *(["--auth"] if transport == "http+auth" else [])])
     printed = capsys.readouterr()
     assert status == 1, f"exit {status}\n{printed.out}\n{printed.err}"
     assert re.fullmatch(r"fuzz: \d+ examples, \d+ properties, [1-9]\d* findings(, \d+ observations)?",

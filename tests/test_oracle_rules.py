@@ -1468,7 +1468,10 @@ def test_rule_silent_on_fixed_twin(rule_id: str, name: str, broken: Build, fixed
 
 
 def test_every_rule_has_a_firing_case() -> None:
-    assert set(CASES) == set(RULES), f"untested: {set(RULES) - set(CASES)}; unknown: {set(CASES) - set(RULES)}"
+    # AUTH-* rules judge only requests sent with a token case (--auth): their cases, crafted and on
+    # real answers from the auth mutants and the SDK resource server, are in tests/test_auth.py.
+    judged_here = {r for r in RULES if not r.startswith("AUTH-")}
+    assert set(CASES) == judged_here, f"untested: {judged_here - set(CASES)}; unknown: {set(CASES) - judged_here}"
 
 
 def test_violation_json_round_trip() -> None:

@@ -80,14 +80,31 @@ def primary(violations: list[Violation]) -> Violation:
 
 
 def evidence_for(case: ClientCase, transcript: Transcript, violations: list[Violation], *, command: ClientCommand,
-                 blob: str | None = None) -> Evidence:
-    main = primary(violations)
+                 blob: str | None = None, main: Violation | None = None) -> Evidence:
+    main = main or primary(violations)
     return Evidence(
         rule=main.rule, strength=main.strength, title=main.title, method=main.method,
         transport=command.transport, mutation=main.probe, property=PROPERTY, case=case.to_json(),
         transcript=transcript.to_json(), violations=[v.to_json() for v in violations],
         reproduce_blob=blob, hypothesis_version=hypothesis.__version__, target=command.template,
     )
+
+
+def evidences_for(case: ClientCase, transcript: Transcript, violations: list[Violation], *,
+                  command: ClientCommand, blob: str | None = None) -> list[Evidence]:
+    """One evidence per distinct violation of a run (rule, title, method, probe), the primary
+    first. Why not only the primary: a careless client breaks several rules in one run (a null
+    id, a request without _meta, a reused id); filed under the strongest-earliest alone, the
+    others (META-04 behind RPC-04) were never reported. Each carries every violation of the run."""
+    ordered = sorted(violations, key=lambda v: (strength_rank(v.strength), v.event_index or 0))
+    seen: set[tuple[str, str, str, str]] = set()
+    out: list[Evidence] = []
+    for v in ordered:
+        key = (v.rule, v.title, v.method or "", v.probe or "")
+        if key not in seen:
+            seen.add(key)
+            out.append(evidence_for(case, transcript, violations, command=command, blob=blob, main=v))
+    return out
 
 
 def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCampaignResult:
@@ -115,8 +132,10 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
             return None
         state["failures"] += 1
         blob = encode_failure(build.data.choices).decode("ascii")
-        ev = evidence_for(case, transcript, violations, command=command, blob=blob)
-        store.record(ev)
+        found = evidences_for(case, transcript, violations, command=command, blob=blob)
+        for ev in found:
+            store.record(ev)
+        ev = found[0]
         main = primary(violations)
         cache[key] = (_failure_type(ev.member_key()), f"{main.strength} {main.rule}: {main.title}")
         return cache[key]
@@ -138,7 +157,8 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
             store.add_examples(1)
             if violations:
                 state["failures"] += 1
-                store.record(evidence_for(case, transcript, violations, command=command))
+                for ev in evidences_for(case, transcript, violations, command=command):
+                    store.record(ev)
 
     note = error = ""
     interrupted = False

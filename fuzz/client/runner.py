@@ -2,8 +2,11 @@
 
 The client command is a template with `{server}` (stdio: replaced by the stub's command line,
 which the client launches itself) or `{url}` (a fresh loopback Streamable HTTP instance served
-by the harness for this run). The client runs in its own process group, which is killed on
-every exit path, so a client that leaves its server running leaves nothing behind.
+by the harness for this run). The client is started and ended by the one owner of processes
+(`targets.processes`, `targets.ownership`) as servers are: its own group, an owner tag its
+daemons inherit, the parent-death signal and the guardian, so a client that leaves its server
+(or a daemon) running leaves nothing behind, also when the harness is killed. Everything read
+from it is bounded: stdout to STDOUT_CAP, stderr to the ring, the run to --timeout.
 
 The transcript of a run, in the vocabulary of `targets.transcript` seen from the harness: `send`
 is a frame the scripted server wrote (`ref` = the client frame it answers, `note` = "reply" or
@@ -15,11 +18,9 @@ k-th server process it started (stdio) or the HTTP instance (1).
 from __future__ import annotations
 
 import os
+import selectors
 import shlex
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +28,19 @@ from typing import Any
 
 import orjson
 
+from fuzz.client import stub
 from fuzz.client.case import ClientCase
+from targets import ownership, processes
+from targets.bounded_read import read_bounded
 from targets.transcript import Event, Transcript
 from targets.transports import HTTP, STDIO, Transport
 
 STDERR_TAIL = 4000
+#: What the client prints about what it understood is kept from its start up to this; a client
+#: that floods its stdout is read on (so it does not block) and only counted.
+STDOUT_CAP = 1024 * 1024
+#: How long stdout may stay open after the client itself exited (a daemon it left holds it).
+SETTLE = 0.5
 
 
 class ClientCommandError(ValueError):
@@ -80,8 +89,7 @@ def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0)
             transcript = _run_client(command.argv(url=served.url), timeout=timeout, transport="http",
                                      template=command.template, server_events=served.events)
         return transcript
-    with tempfile.TemporaryDirectory(prefix="gauntlet-client-") as tmp:
-        d = Path(tmp)
+    with ownership.owned_tempdir("gauntlet-client-") as d:
         (d / "case.json").write_bytes(orjson.dumps(case.to_json()))
         server = [sys.executable, "-m", "fuzz.client.stub", str(d / "case.json"), str(d)]
         return _run_client(command.argv(server=server), timeout=timeout, transport="stdio",
@@ -90,26 +98,36 @@ def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0)
 
 def _run_client(argv: list[str], *, timeout: float, transport: str, template: str,
                 log_dir: Path | None = None, server_events: Any = None) -> Transcript:
+    """Start the client as a server is started (`targets.processes.spawn`: its own group, tagged,
+    parent-death signal, the guardian after a SIGKILLed harness, stderr in a bounded ring), read
+    its stdout with a cap until it exits or `timeout` runs out (the whole run's deadline), then
+    end everything it started: its group, and whatever left the group carrying its tag."""
     started = time.monotonic()
     client: list[Event] = [Event("spawn", started, proc=0, note=shlex.join(argv))]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-    except OSError as exc:
-        raise ClientCommandError(f"cannot start the client {argv[0]!r}: {exc.strerror or exc}") from None
+        proc = processes.spawn(argv, pipes=True)
+    except processes.SpawnError as exc:
+        raise ClientCommandError(f"cannot start the client: {exc}") from None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        if proc.popen.stdin is not None:
+            proc.popen.stdin.close()  # the client reads nothing from us on stdin
+        out, total, timed_out = _read_stdout(proc, started + timeout)
         ended = time.monotonic()
-        status: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        out, err = proc.communicate()
-        ended = time.monotonic()
-        client.append(Event("timeout", ended, proc=0, note=f"the client did not finish within {timeout:g}s"))
-        status = proc.returncode
+        if timed_out:
+            client.append(Event("timeout", ended, proc=0, note=f"the client did not finish within {timeout:g}s"))
     finally:
-        _kill_group(proc.pid)  # the server processes it started, if it left them running
-    for line in out.splitlines():
+        status = proc.reap(grace=0.0, term_grace=0.5)
+        err = proc.stderr_tail(STDERR_TAIL)
+        proc.close_log()
+        proc.close_pipes()
+    killed = timed_out or proc.ended_by in ("SIGTERM", "SIGKILL")
+    lines = out.splitlines()
+    if total > len(out):
+        if not out.endswith(b"\n") and lines:
+            lines.pop()  # cut by the cap
+        client.append(Event("oversize", ended, proc=0,
+                            note=f"the client printed {total} bytes to stdout; the first {len(out)} were kept"))
+    for line in lines:
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -118,10 +136,9 @@ def _run_client(argv: list[str], *, timeout: float, transport: str, template: st
             client.append(Event("reading", ended, proc=0, message=value))
         elif line.strip():
             client.append(Event("noise", ended, proc=0, raw=line[:400]))
-    client.append(Event("exit", ended, proc=0, status=status,
-                        note="exited by itself" if status is not None and status >= 0 else "killed"))
+    client.append(Event("exit", ended, proc=0, status=status, note="killed" if killed else "exited by itself"))
     if err:
-        client.append(Event("stderr", ended, proc=0, raw=err[-STDERR_TAIL:]))
+        client.append(Event("stderr", ended, proc=0, raw=err))
     if log_dir is not None:
         server_rows = _read_logs(log_dir)
     else:
@@ -129,17 +146,51 @@ def _run_client(argv: list[str], *, timeout: float, transport: str, template: st
     return _merge(template, transport, started, client, server_rows)
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _read_stdout(proc: processes.ManagedProcess, deadline: float) -> tuple[bytes, int, bool]:
+    """(the first STDOUT_CAP bytes, how many came in all, whether the deadline ended the read).
+
+    Stops at EOF, or SETTLE seconds after the client itself exited when something it left
+    behind (a daemon) still holds its stdout open: that must not hold the campaign."""
+    assert proc.popen.stdout is not None
+    fd = proc.popen.stdout.fileno()
+    os.set_blocking(fd, False)
+    buf = bytearray()
+    total = 0
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return bytes(buf), total, True
+            if exited_at is None and proc.exit_status() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > SETTLE:
+                return bytes(buf), total, False
+            if not sel.select(min(0.05, deadline - now)):
+                continue
+            for _ in range(16):  # bounded per round, so the exit and the deadline are looked at
+                try:
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    data = b""
+                if not data:
+                    return bytes(buf), total, False
+                total += len(data)
+                if len(buf) < STDOUT_CAP:
+                    buf += data[:STDOUT_CAP - len(buf)]
 
 
 def _read_logs(log_dir: Path) -> list[tuple[Event, int]]:
     rows: list[tuple[Event, int]] = []
-    for path in sorted(log_dir.glob("proc-*.jsonl")):
-        for line in path.read_bytes().splitlines():
+    for path in sorted(log_dir.glob("proc-*.jsonl"))[:stub.MAX_PROCESSES]:
+        try:
+            data_bytes = read_bounded(path, stub.LOG_CAP + stub.LINE_CAP + 65536)
+        except (OSError, ValueError):
+            continue  # the stub keeps its log under the cap; a larger file is not ours
+        for line in data_bytes.splitlines():
             try:
                 data = orjson.loads(line)
             except orjson.JSONDecodeError:

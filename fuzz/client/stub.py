@@ -14,6 +14,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,9 +24,16 @@ from fuzz.client.case import ClientCase
 from fuzz.client.script import Outgoing, ScriptedServer
 from targets.transcript import Event
 
+#: The longest client frame kept; a longer line is logged as `oversize` with its length, and skipped.
+LINE_CAP = 4 * 1024 * 1024
+#: Each server process's log stops growing here (a client flooding its server costs no more disk).
+LOG_CAP = 16 * 1024 * 1024
+#: A client that restarts its server more often than this in one run gets no more servers.
+MAX_PROCESSES = 32
+
 
 def _claim_log(log_dir: Path) -> tuple[int, IO[bytes]]:
-    for k in range(1, 1000):
+    for k in range(1, MAX_PROCESSES + 1):
         try:
             fd = os.open(log_dir / f"proc-{k}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
@@ -39,14 +47,40 @@ class _Log:
         self.out = out
         self.proc = proc
         self.seq = 0
+        self.written = 0
+        self.full = False
 
     def add(self, kind: str, **fields: Any) -> int:
         self.seq += 1
+        if self.full:
+            return self.seq
         data: dict[str, Any] = Event(kind, time.monotonic(), proc=self.proc, **fields).to_json()  # type: ignore[arg-type]
         data["t"] = time.monotonic()  # absolute: the runner merges several logs by it
         data["seq"] = self.seq
-        self.out.write(orjson.dumps(data) + b"\n")
+        line = orjson.dumps(data) + b"\n"
+        if self.written + len(line) > LOG_CAP:
+            self.full = True
+            line = orjson.dumps({"kind": "error", "t": time.monotonic(), "proc": self.proc, "seq": self.seq,
+                                 "note": f"the log of this server process is full ({LOG_CAP} bytes): "
+                                         "what the client sent after this is not recorded"}) + b"\n"
+        self.out.write(line)
+        self.written += len(line)
         return self.seq
+
+
+def read_lines(stdin: IO[bytes]) -> Iterator[bytes | None]:
+    """The client's lines, each at most LINE_CAP bytes; a longer one is given as None (at once,
+    so it shows even when it never ends) and the rest of it is read and dropped."""
+    while True:
+        line = stdin.readline(LINE_CAP + 1)
+        if not line:
+            return
+        if len(line) <= LINE_CAP or line.endswith(b"\n"):
+            yield line
+            continue
+        yield None
+        while line and not line.endswith(b"\n"):
+            line = stdin.readline(1024 * 1024)
 
 
 def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) -> int:
@@ -54,11 +88,11 @@ def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) 
     log = _Log(out, proc)
     server = ScriptedServer(case)
     log.add("spawn", note=" ".join(sys.argv))
-    lines: queue.Queue[bytes | None] = queue.Queue()
+    lines: queue.Queue[bytes | None | bool] = queue.Queue(maxsize=8)  # bounded (8 lines of LINE_CAP at most): a flood waits
 
     def read() -> None:
-        for line in iter(stdin.readline, b""):
-            lines.put(line)
+        for line in read_lines(stdin):
+            lines.put(False if line is None else line)
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
@@ -85,6 +119,9 @@ def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) 
                     write(outs, ref)
                 log.add("closed", note="client closed stdin")
                 return 0
+            if line is False:
+                log.add("oversize", note=f"a client line longer than {LINE_CAP} bytes: not read")
+                continue
             body = line[:-1] if line.endswith(b"\n") else line
             try:
                 message = orjson.loads(body)

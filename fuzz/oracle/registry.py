@@ -12,6 +12,7 @@ import fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, 
 import fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
 import fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
 from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
+from fuzz.oracle.auth import refused_by_auth  # (registers AUTH-01..13)
 from fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses
 from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
 from targets.transcript import Event, Transcript
@@ -74,7 +75,17 @@ def judge(
         found.extend(r.check(x))
     if dual:
         found = [v for v in found if not _excused_by_era(x, v)]
-    return _finish(found)
+    return _finish([v for v in found if not _excused_by_auth(x, v)])
+
+
+def _excused_by_auth(x: Exchange, v: Violation) -> bool:
+    """Whether a non-AUTH violation sits on a request its token case had refused (a 401 body is
+    the authorization layer's answer, which no MCP rule judges)."""
+    if v.rule.startswith("AUTH-") or v.event_index is None:
+        return False
+    i = v.event_index
+    send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)
+    return send is not None and refused_by_auth(x, send)
 
 
 def _excused_by_era(x: Exchange, v: Violation) -> bool:

@@ -62,6 +62,8 @@ class Property(ABC):
     weight: ClassVar[float] = 1.0
     #: How many coverage probes one coverage example may carry (see combine()).
     coverage_batch: ClassVar[int] = 1
+    #: Registered only while the harness runs an authorization server (`--auth`).
+    needs_auth: ClassVar[bool] = False
 
     def __repr__(self) -> str:  # appears in Hypothesis' "Draw 1 (case): ..." lines: no memory address
         return f"{type(self).__name__}()"
@@ -98,15 +100,22 @@ PROPERTY_MODULES: tuple[str, ...] = (
     "fuzz.properties.lists",
     "fuzz.properties.handoff",
     "fuzz.properties.mrtr",
+    "fuzz.properties.auth",
 )
 
 
 def all_properties() -> dict[str, Property]:
-    """Every property by name, in campaign order."""
+    """Every property by name, in campaign order. A property that needs the harness's
+    authorization server (`needs_auth`) is there only while one runs (`--auth`), so a run
+    without it has exactly the properties, jobs and reports it had before."""
+    from targets.auth_client import active_issuer
+
     found: dict[str, Property] = {}
     for module_name in PROPERTY_MODULES:
         module = importlib.import_module(module_name)
         prop = module.PROPERTY
+        if prop.needs_auth and active_issuer() is None:
+            continue
         found[prop.name] = prop
     return found
 

@@ -23,6 +23,12 @@ class Mutant:
     # What finds it: a fuzz campaign, a load run, or `mcp-gauntlet catalogue` (tests/test_catalogue.py).
     found_by: Literal["fuzz", "load", "catalogue"] = "fuzz"
 
+    @property
+    def needs_auth(self) -> bool:
+        """Its bug lives in token validation: only a reference server run as a resource server of
+        the harness's issuer (`--auth-issuer {issuer}`) under `fuzz --auth` can show it."""
+        return all(rule.startswith("AUTH-") for rule in self.rules)
+
 
 _ALL: Final[tuple[Mutant, ...]] = (
     Mutant("remembered-capabilities", ("META-02",), "any",
@@ -89,6 +95,16 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "the listen acknowledgement names the subscription by the id's text (1 becomes \"1\")"),
     Mutant("listen-end-id-as-string", ("SUB-08",), "stdio",
            "at shutdown an open listen stream ends with a result naming the subscription by the id's text"),
+    Mutant("auth-audience-unchecked", ("AUTH-03",), "http",
+           "with --auth-issuer: a token's aud is never compared with this server, so a token issued for another resource is served"),
+    Mutant("auth-expiry-unchecked", ("AUTH-04",), "http",
+           "with --auth-issuer: a token's exp is never looked at, so an expired token is served"),
+    Mutant("auth-signature-unchecked", ("AUTH-07",), "http",
+           "with --auth-issuer: a token's claims are read without verifying its signature (alg none, foreign keys too)"),
+    Mutant("auth-no-www-authenticate", ("AUTH-11",), "http",
+           "with --auth-issuer: a 401 or 403 is sent without a WWW-Authenticate header"),
+    Mutant("auth-metadata-origin-resource", ("AUTH-14",), "http",
+           "with --auth-issuer: the protected resource metadata names the server's origin as resource, not its /mcp endpoint"),
     Mutant("slow-leak", ("MRTR-17",), "any",
            "every request body (plus an 8 KiB buffer) is kept forever in a module-level list", "load"),
     Mutant("catalogue-drift", ("TOOL-02",), "any",

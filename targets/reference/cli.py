@@ -35,6 +35,9 @@ def _parser() -> _Parser:
                         help="lifetime of a requestState (default 600)")
     parser.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="HTTP: time from a request's first byte to the end of its headers (default 10)")
+    parser.add_argument("--auth-issuer", default=None, metavar="URL",
+                        help="HTTP: be an OAuth resource server trusting this loopback issuer (its RFC 8414 "
+                             "metadata and JWKS); every request then needs a valid Bearer token of scope mcp")
     return parser
 
 
@@ -72,8 +75,18 @@ def serve_main(argv: list[str]) -> int:
         return serve_stdio(core)
     from targets.reference.http_server import serve_http
 
+    guard = None
+    if args.auth_issuer is not None:
+        from targets.auth_client import AuthServerError
+        from targets.reference.auth import ResourceGuard
+
+        try:
+            guard = ResourceGuard(args.auth_issuer, bugs)
+        except (AuthServerError, OSError, ValueError, KeyError) as exc:
+            print(f"mcp-gauntlet serve: error: --auth-issuer {args.auth_issuer}: {exc}", file=sys.stderr)
+            return 2
     try:
-        return serve_http(core, args.host, args.port, header_timeout=args.header_timeout)
+        return serve_http(core, args.host, args.port, header_timeout=args.header_timeout, guard=guard)
     except OSError as exc:
         print(f"mcp-gauntlet serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)

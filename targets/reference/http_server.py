@@ -17,12 +17,17 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import httptools
+import orjson
 
+from strategies.auth_tokens import PRM_PATH
 from targets.reference.core import Core, HttpInfo, Reply
 from targets.reference.subscriptions import POLL_INTERVAL_S, Listen
+
+if TYPE_CHECKING:  # joserfc is imported only by a server started with --auth-issuer
+    from targets.reference.auth import ResourceGuard
 
 MAX_BODY: Final = 4 << 20
 # Request line plus headers: more is refused with 431 before it is buffered (a 128 MB header
@@ -31,7 +36,7 @@ MAX_BODY: Final = 4 << 20
 MAX_HEAD: Final = 64 * 1024
 HEADER_DEADLINE_S: Final = 10.0
 ENDPOINT: Final = b"/mcp"
-_REASONS: Final = {200: "OK", 202: "Accepted", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+_REASONS: Final = {200: "OK", 202: "Accepted", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
                    405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
                    431: "Request Header Fields Too Large", 500: "Internal Server Error"}
 _LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
@@ -68,6 +73,7 @@ def _chunk(data: bytes) -> bytes:
 
 
 class _Shared:
+    guard: ResourceGuard | None = None
     """Per-process server state the connections share."""
 
     def __init__(self, core: Core, check_host: bool, header_timeout: float = HEADER_DEADLINE_S) -> None:
@@ -195,7 +201,13 @@ class _Conn(asyncio.Protocol):
 
     def _dispatch(self) -> None:
         headers = self.headers
-        if self.url.split(b"?", 1)[0] != ENDPOINT:
+        path = self.url.split(b"?", 1)[0]
+        if path != ENDPOINT:
+            guard = self.shared.guard
+            if guard is not None and path in (PRM_PATH.encode(), PRM_PATH.encode() + ENDPOINT) \
+                    and self.parser.get_method() == b"GET":
+                self._write(200, b"application/json", orjson.dumps(guard.metadata()))  # RFC 9728
+                return
             self._plain(404, b"not found")
             return
         origin = headers.get("origin")
@@ -206,6 +218,14 @@ class _Conn(asyncio.Protocol):
         if self.shared.check_host and host is not None and not host_allowed(host):
             self._write(403, b"application/json", _FORBIDDEN % b"Host not allowed")
             return
+        guard = self.shared.guard
+        if guard is not None:
+            refusal = guard.check(headers.get("authorization"))
+            if refusal is not None:
+                extra = b"" if refusal.www_authenticate is None else \
+                    b"WWW-Authenticate: %s\r\n" % refusal.www_authenticate.encode("latin-1")
+                self._write(refusal.status, b"application/json", refusal.body, extra=extra)
+                return
         if self.parser.get_method() != b"POST":
             if "http-get-200" in self.shared.core.bugs:  # the mutant (targets/mutants)
                 self._write(200, b"text/event-stream", b"")
@@ -279,7 +299,8 @@ class _Conn(asyncio.Protocol):
         transport.close()
 
 
-async def _serve(core: Core, host: str, port: int, ready: Any, header_timeout: float) -> int:
+async def _serve(core: Core, host: str, port: int, ready: Any, header_timeout: float,
+                 guard: ResourceGuard | None = None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -288,6 +309,9 @@ async def _serve(core: Core, host: str, port: int, ready: Any, header_timeout: f
     server = await loop.create_server(lambda: _Conn(shared), host, port, backlog=1024)
     bound = server.sockets[0].getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
+    if guard is not None:
+        guard.bind(f"http://{shown}:{bound}{ENDPOINT.decode()}")
+        shared.guard = guard
     ready(f"listening on http://{shown}:{bound}/mcp")
 
     def tick() -> None:
@@ -312,7 +336,7 @@ def _announce(line: str) -> None:
 
 
 def serve_http(core: Core, host: str = "127.0.0.1", port: int = 0, *, ready: Any = _announce,
-               header_timeout: float = HEADER_DEADLINE_S) -> int:
+               header_timeout: float = HEADER_DEADLINE_S, guard: ResourceGuard | None = None) -> int:
     """Serve until SIGTERM/SIGINT; `ready` gets the one `listening on ...` line. Returns 0.
     `header_timeout`: seconds from a request's first byte to the end of its headers."""
     try:
@@ -322,4 +346,4 @@ def serve_http(core: Core, host: str = "127.0.0.1", port: int = 0, *, ready: Any
     else:
         factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_serve(core, host, port, ready, header_timeout))
+        return runner.run(_serve(core, host, port, ready, header_timeout, guard))

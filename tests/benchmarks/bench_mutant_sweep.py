@@ -60,6 +60,8 @@ LOAD_ONLY = {"slow-leak"}
 def target_for(bug: str, db: Path) -> str:
     transport = "http" if MUTANTS[bug].transport == "http" else "stdio"
     argv = [sys.executable, "-m", "targets.reference", "--transport", transport, "--db", str(db), "--bug", bug]
+    if MUTANTS[bug].needs_auth:
+        argv += ["--auth-issuer", "{issuer}"]
     if transport == "http":
         return "http+spawn:" + shlex.join([*argv, "--port", "{port}"])
     return "stdio:" + shlex.join(argv)
@@ -69,6 +71,8 @@ def campaign_argv(bug: str, seed: int, examples: int, work: Path, *, stop: bool 
     """The `mcp-gauntlet fuzz` arguments of one sweep campaign (after the `fuzz` subcommand)."""
     argv = ["--target", target_for(bug, work / f"{bug}-{seed}.sqlite3"), "--max-examples", str(examples),
             "--seed", str(seed), "--no-database", "--out", str(work / f"{bug}-{seed}"), "--progress", "never"]
+    if MUTANTS[bug].needs_auth:  # the default campaign under --auth: the harness is the issuer
+        argv.append("--auth")
     return [*argv, "--stop-on-rule", ",".join(MUTANTS[bug].rules)] if stop else argv
 
 

@@ -24,9 +24,16 @@ The SDK seals `requestState` with AES-GCM under a key it draws per process
 refused. `--state-key` (or env MCP_GAUNTLET_STATE_KEY, >= 32 bytes) gives every instance
 the same key, which makes cross-process retries work.
 
+`--auth-issuer URL` (HTTP) makes it an OAuth resource server the way the SDK's resource-server
+tier does it: `AuthSettings` (issuer, this server's URL as resource, required scope `mcp`,
+`validate_token_resource` so the SDK's bearer middleware refuses a token for another resource)
+and a `TokenVerifier` of ours that checks the JWT with joserfc against the issuer's JWKS
+(signature, algorithm, iss, exp/nbf), which is the part the SDK leaves to the application.
+
 Usage:
   python sdk_server.py [--transport stdio|http] [--host 127.0.0.1] [--port 8000]
                        [--path /mcp] [--json-response] [--state-key KEY] [--mrtr body|resolve]
+                       [--auth-issuer URL]
 """
 
 from __future__ import annotations
@@ -71,15 +78,58 @@ def _answered_start(ctx: Context) -> str | None:
     return None
 
 
-def build_server(state_key: str | None, mrtr: str = "body") -> MCPServer:
+class JoseVerifier:
+    """The application's half of the SDK's resource-server support: verify the JWT itself."""
+
+    def __init__(self, issuer: str) -> None:
+        import json
+        import urllib.request
+
+        from joserfc.jwk import KeySet
+
+        with urllib.request.urlopen(issuer + "/.well-known/oauth-authorization-server", timeout=10) as resp:
+            meta = json.loads(resp.read())
+        with urllib.request.urlopen(meta["jwks_uri"], timeout=10) as resp:
+            self.keys = KeySet.import_key_set(json.loads(resp.read()))
+        self.issuer = issuer
+
+    async def verify_token(self, token: str):  # -> AccessToken | None
+        from joserfc import jwt
+        from joserfc.errors import JoseError
+        from mcp.server.auth.provider import AccessToken
+
+        try:
+            claims = jwt.decode(token, self.keys, algorithms=["RS256"]).claims
+            jwt.JWTClaimsRegistry(leeway=5, iss={"essential": True, "value": self.issuer},
+                                  exp={"essential": True}).validate(claims)
+        except (JoseError, ValueError, TypeError):
+            return None
+        aud = claims.get("aud")
+        scope = claims.get("scope")
+        return AccessToken(token=token, client_id=str(claims.get("client_id", "")),
+                           scopes=scope.split() if isinstance(scope, str) else [],
+                           expires_at=claims.get("exp"), resource=aud if isinstance(aud, str) else None,
+                           subject=claims.get("sub"))
+
+
+def build_server(state_key: str | None, mrtr: str = "body", *, auth_issuer: str | None = None,
+                 resource: str | None = None) -> MCPServer:
     """Build the server; a shared key replaces the SDK's per-process request-state key."""
     security = RequestStateSecurity(keys=[state_key]) if state_key else None
+    auth: dict = {}
+    if auth_issuer is not None:
+        from mcp.server.auth.settings import AuthSettings
+
+        auth = {"auth": AuthSettings(issuer_url=auth_issuer, resource_server_url=resource, required_scopes=["mcp"],
+                                     validate_token_resource=True),
+                "token_verifier": JoseVerifier(auth_issuer)}
     mcp = MCPServer(
         SERVER_NAME,
         version="0.1.0",
         instructions="Calendar fixture for mcp-gauntlet tests.",
         request_state_security=security,
         log_level="WARNING",
+        **auth,
     )
 
     if mrtr == "resolve":
@@ -130,11 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-key", default=os.environ.get(STATE_KEY_ENV), help="shared requestState key")
     parser.add_argument("--mrtr", choices=["body", "resolve"], default="body",
                         help="how create_event asks: InputRequiredResult from the body, or a Resolve(...) parameter")
+    parser.add_argument("--auth-issuer", default=None, help="HTTP: a resource server trusting this issuer")
     args = parser.parse_args(argv)
     if args.state_key is not None and len(args.state_key.encode()) < 32:
         print("error: --state-key must be at least 32 bytes", file=sys.stderr)
         return 2
-    mcp = build_server(args.state_key, args.mrtr)
+    mcp = build_server(args.state_key, args.mrtr, auth_issuer=args.auth_issuer,
+                       resource=f"http://{args.host}:{args.port}{args.path}")
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     if args.transport == "stdio":
         mcp.run("stdio")
