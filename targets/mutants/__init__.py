@@ -20,7 +20,8 @@ class Mutant:
     rules: tuple[str, ...]
     transport: Literal["any", "stdio", "http"]
     description: str
-    # What finds it: a fuzz campaign, a load run, or `mcp-gauntlet catalogue` (tests/test_catalogue.py).
+    # What finds it: a fuzz campaign, a load run (tests/test_load_mutants.py) or `mcp-gauntlet catalogue`
+    # (tests/test_catalogue.py). `found_by(command)` lists each command's share.
     found_by: Literal["fuzz", "load", "catalogue"] = "fuzz"
 
     @property
@@ -132,6 +133,12 @@ def parse_bugs(names: Iterable[str]) -> frozenset[str]:
         if name not in MUTANTS:
             raise UnknownBugError(f"unknown bug {name!r} (see --list-bugs)")
     return chosen
+
+
+def found_by(command: Literal["fuzz", "load", "catalogue"]) -> list[str]:
+    """The mutants `command` is the one to find, in registry order: the one place a test that runs
+    every mutant through one command learns which are its own."""
+    return [m.name for m in _ALL if m.found_by == command]
 
 
 def list_lines() -> list[str]:
