@@ -11,7 +11,7 @@ import argparse
 import datetime as _dt
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import orjson
 
@@ -79,7 +79,8 @@ def catalogue_main(argv: list[str]) -> int:
     for ev in evidence:
         store.record(ev)
     doc = cat.to_json()
-    doc["findings"] = [f.to_json(args.fail_on) for f in store.findings]
+    # Each finding with its detail: the changed definition or the offending span, escaped.
+    doc["findings"] = [{**f.to_json(args.fail_on), "detail": _detail(f)} for f in store.findings]
     doc["drift_checked"] = None if args.no_drift else f"two reads on one process; {reading.fresh_note}"
     gate = over_budget(cat, args.max_tokens, args.max_tool_tokens)
     doc["over_budget"] = gate or None
@@ -97,7 +98,7 @@ def catalogue_main(argv: list[str]) -> int:
         for f in store.findings:
             verdict = "FINDING" if f.fails(args.fail_on) else "observation"
             print(f"{verdict} {f.label} {f.rule}: {f.title}")
-            detail = f.evidence.violations[0].get("detail") if f.evidence.violations else ""
+            detail = _detail(f)
             if detail:
                 print(f"    {detail}")
         print(f"output in {out_dir}")
@@ -110,3 +111,8 @@ def catalogue_main(argv: list[str]) -> int:
     if not args.json:
         print(cat.summary_line() + f", {len(failing)} findings, {len(store.observations)} observations")
     return 1 if gate or failing else 0
+
+
+def _detail(finding: Any) -> str:
+    violations = finding.evidence.violations
+    return str(violations[0].get("detail") or "") if violations else ""
