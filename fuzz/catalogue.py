@@ -172,11 +172,12 @@ class Catalogue:
         for kind in ("resources", "resourceTemplates", "prompts"):
             if self.costs.get(kind):
                 lines.append(f"{kind}: {len(self.costs[kind])} definitions, {self.tokens(kind)} tokens")
-        for name in self.truncated:
-            lines.append(f"note: {name} cut at the page limit; the counts are a lower bound")
-        for name in self.failed:
-            lines.append(f"note: {name} offered but could not be read")
-        return lines
+        return lines + self.notes()
+
+    def notes(self) -> list[str]:
+        """What makes the counts incomplete."""
+        return ([f"note: {name} cut at the page limit; the counts are a lower bound" for name in self.truncated]
+                + [f"note: {name} offered but could not be read" for name in self.failed])
 
     def summary_line(self) -> str:
         return (f"catalogue: {self.total_tokens} tokens ({ENCODING}), {self.total_bytes} bytes, "
@@ -197,6 +198,44 @@ def _label(c: Cost) -> str:
 
 
 _SINGULAR: Final = {"tools": "tool", "resources": "resource", "resourceTemplates": "template", "prompts": "prompt"}
+
+
+# --- the section of every fuzz report ---
+
+REPORT_ROWS: Final = 10  # the costliest parts a report shows; the rest are in findings.json
+
+
+def report_markdown(cats: list[Catalogue]) -> list[str]:
+    """summary.md's catalogue section: per target its totals and its costliest parts."""
+    lines: list[str] = []
+    for cat in cats:
+        lines += [f"### Catalogue of `{_md(cat.target)}`", "", _md(cat.summary_line()) + ".", "",
+                  "| definition | tokens | bytes |", "| --- | ---: | ---: |"]
+        parts = cat.everything()
+        lines += [f"| {_md(_label(c))} | {c.tokens} | {c.bytes} |" for c in parts[:REPORT_ROWS]]
+        if len(parts) > REPORT_ROWS:
+            lines.append(f"| ... {len(parts) - REPORT_ROWS} more | | |")
+        lines += ["", *(f"> {_md(note)}" for note in cat.notes()), ""]
+    return lines
+
+
+def report_html(cats: list[Catalogue]) -> list[str]:
+    """report.html's catalogue section, every part sorted by cost."""
+    import html
+
+    e = html.escape
+    out: list[str] = []
+    for cat in cats:
+        out.append(f"<h2>Catalogue of <code>{e(cat.target)}</code></h2><p>{e(cat.summary_line())}: what the "
+                   "host puts into the model's prompt on every turn, before any of it is used.</p>")
+        out.append("<table><tr><th>definition</th><th>tokens</th><th>bytes</th></tr>")
+        out += [f"<tr><td>{e(_label(c))}</td><td>{c.tokens}</td><td>{c.bytes}</td></tr>" for c in cat.everything()]
+        out.append("</table>")
+    return out
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 # --- the budget gate ---

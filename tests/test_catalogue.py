@@ -216,3 +216,19 @@ def test_bad_targets_are_one_line_and_exit_2(tmp_path: Path, target: str) -> Non
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("catalogue: ") and "Traceback" not in run.stderr
     run = run_cli("catalogue", "--max-tokens", "-1")
     assert run.returncode == 2 and run.stderr == "catalogue: --max-tokens must be zero or more\n"
+
+
+def test_every_fuzz_report_has_the_catalogue_from_the_campaigns_own_probe(tmp_path: Path) -> None:
+    target = reference_stdio(tmp_path / "f.sqlite3")
+    run = run_cli("fuzz", "--target", target, "--properties", "valid", "--max-examples", "2", "--seed", "1",
+                  "--no-database", "--progress", "never", "--out", str(tmp_path / "fz"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    cat = Catalogue.from_probe(read(parse_target(target), timeout=10, max_pages=20, drift=False).first)
+    index = orjson.loads((tmp_path / "fz" / "findings.json").read_bytes())
+    assert [c["total_tokens"] for c in index["catalogue"]] == [cat.total_tokens]
+    assert [t["name"] for t in index["catalogue"][0]["tools"]] == [c.name for c in cat.costs["tools"]]
+    summary = (tmp_path / "fz" / "summary.md").read_text()
+    top = cat.everything()[0]
+    assert f"### Catalogue of `{target}`" in summary and cat.summary_line() + "." in summary
+    assert f"| tool {top.name} | {top.tokens} | {top.bytes} |" in summary
+    assert f"<td>tool {top.name}</td><td>{top.tokens}</td>" in (tmp_path / "fz" / "report.html").read_text()
