@@ -204,6 +204,9 @@ def test_real_servers_are_measured_in_their_era_without_a_finding(tmp_path: Path
         assert doc["instructions_tokens"] > 0 and doc["resources"] and doc["prompts"]
         run = run_cli("catalogue", "--no-drift", "--target", spec.stdio_target(), "--out", str(tmp_path / "t"))
         assert "(legacy 2025-11-25 (initialize handshake, then the lists))" in run.stdout.splitlines()[0]
+        readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+        assert (f"lists {len(doc['tools'])} tools for {doc['tools_tokens']:,} tokens and "
+                f"{doc['instructions_tokens']:,} tokens of instructions: {doc['total_tokens']:,} tokens in all") in readme
     else:
         assert doc["era"] == "modern" and doc["legacy"] is False
 
