@@ -33,6 +33,7 @@ O200K_IDS = {
     "\x1ca": [216, 64],
     "a\n\n": [64, 279],
     "<|endoftext|>": [27, 91, 419, 1440, 919, 91, 29],
+    "a\ud800b": [64, 3251, 65],  # a lone surrogate, which JSON text may carry
 }
 
 # A modern server with five tools on three pages (the second cursor is "", a valid cursor);
@@ -85,10 +86,15 @@ def catalogue(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     return run.returncode, orjson.loads(run.stdout) if run.stdout.strip() else {}, run.stderr
 
 
-def test_token_counts_are_tiktoken_o200k_base_ids() -> None:
+def test_token_counts_are_tiktoken_o200k_base_ids_and_bpe_openais_own() -> None:
+    import bpe_openai  # the public API the fast path skips: the same ids
+
+    public = bpe_openai.get_encoding("o200k_base")
     for text, ids in O200K_IDS.items():
-        assert encode(text) == ids, text
+        assert encode(text) == ids == public.encode_ordinary(text), repr(text)
         assert count_tokens(text) == len(ids)
+    definition = '{"name": "echo", "description": "Return the text \u00e9 \u200b", "inputSchema": {"type": "object"}}'
+    assert encode(definition) == public.encode_ordinary(definition)
 
 
 def test_json_counts_each_tool_as_name_description_input_schema_over_every_page(tmp_path: Path) -> None:
