@@ -33,7 +33,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
@@ -58,6 +58,9 @@ from fuzz.properties.judging import bucket_of, evidence_for, judge_run, primary
 from fuzz.properties.surface import Surface, learn_surface
 from fuzz.tool_policy import ToolPolicy
 from targets.target_spec import TargetSpec, parse_target
+
+if TYPE_CHECKING:
+    from targets.probe import ProbeResult
 
 DEFAULT_MAX_EXAMPLES = 200
 DEFAULT_SHRINK_SECONDS = 30.0
@@ -98,6 +101,9 @@ class Prepared:
     detail: str = ""
     mutations: tuple[str, ...] = ()
     dual: bool = False  # the probe found both eras (see Context.dual)
+    # The era probe's reading of the catalogue (every list, every page): the report's catalogue
+    # section is measured from it, no request of its own. Not carried to worker processes.
+    probed: ProbeResult | None = None
 
     def context(self) -> Context:
         return Context(
@@ -208,10 +214,10 @@ def plan_jobs(
 def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None) -> Prepared:
     """Probe the era, then learn the surface (with only the tools `tools` allows); raises
     UnusableTarget with one line."""
-    from targets.probe import ProbeFailure, probe
+    from targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
     try:
-        result = probe(spec, timeout=max(timeout, 5.0))
+        result = probe(spec, timeout=max(timeout, 5.0), lists=CATALOGUE_LISTS)
     except ProbeFailure as exc:
         raise UnusableTarget(f"{spec.text}: {exc}") from None
     if result.era == "legacy":
@@ -235,7 +241,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     finally:
         endpoint.close()
     detail = f"{result.era} era ({result.detection})" if result.detection else f"{result.era} era"
-    return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual")
+    return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual",
+                    probed=result)
 
 
 # --- where results go ---

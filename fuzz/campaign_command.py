@@ -344,6 +344,11 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         "replays": sum(r.replays for r in result.runs),
         "seconds": round(time.monotonic() - started if started is not None else result.seconds, 3),
     }
+    from fuzz.catalogue import Catalogue
+
+    # What each target's catalogue costs, measured from the era probe's lists (no request of its own).
+    catalogues = [Catalogue.from_probe(p.probed) for p in prepared if p.probed is not None]
+    store.extra["catalogue"] = [c.to_json() for c in catalogues]
     known = known_report(store.findings, args.known_groups, result.replayed)
     store.extra["known"] = known
     store.write_index()
@@ -352,7 +357,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
         write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
                       seconds=result.seconds, interrupted=result.interrupted, notes=result.notes,
-                      fail_on=args.fail_on)
+                      fail_on=args.fail_on, catalogues=catalogues)
         if args.write_regressions and findings:
             from fuzz.regression import write_regressions
 

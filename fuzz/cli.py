@@ -18,6 +18,7 @@ USAGE = """usage: mcp-gauntlet COMMAND [options]
 commands:
   serve    the reference MCP 2026-07-28 server (the embedded default target)
   probe    which protocol era a target speaks, and what it offers
+  catalogue  what the server's catalogue costs the model in tokens; drift; untrusted text
   auth-server  a loopback OAuth authorization server to point a protected server at (--auth-issuer)
   frames   print generated (valid or malformed) client frames
   fuzz     a fuzz campaign against a target
@@ -39,6 +40,12 @@ def _probe(argv: list[str]) -> int:
     from targets.probe import probe_main
 
     return probe_main(argv)
+
+
+def _catalogue(argv: list[str]) -> int:
+    from fuzz.catalogue_command import catalogue_main
+
+    return catalogue_main(argv)
 
 
 def _auth_server(argv: list[str]) -> int:
@@ -80,6 +87,7 @@ def _load(argv: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "serve": _serve,
     "probe": _probe,
+    "catalogue": _catalogue,
     "auth-server": _auth_server,
     "frames": _frames,
     "fuzz": _fuzz,

@@ -9,8 +9,12 @@ per property run, and it stays small (findings are capped) so a step summary nev
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from fuzz.findings import Finding, PropertyRun, probe_text
+
+if TYPE_CHECKING:
+    from fuzz.catalogue import Catalogue
 
 MAX_ROWS = 50
 
@@ -22,6 +26,7 @@ def _cell(text: object) -> str:
 def markdown_summary(
     runs: Sequence[PropertyRun], findings: Sequence[Finding], *, target: str, seed: int | None,
     examples: int, seconds: float, interrupted: bool = False, notes: Iterable[str] = (),
+    catalogues: Sequence[Catalogue] = (),
 ) -> str:
     verdict = f"{len(findings)} finding{'s' * (len(findings) != 1)}" if findings else "no findings"
     lines = [
@@ -45,7 +50,11 @@ def markdown_summary(
     for r in runs:
         status = f"harness error: {r.error}" if r.error else (r.note or ("skipped" if r.skipped else "ok"))
         lines.append(f"| {r.property} | {r.transport} | {r.examples} | {r.seconds:.1f} | {_cell(status)} |")
-    return "\n".join(lines) + "\n"
+    if catalogues:
+        from fuzz.catalogue import report_markdown
+
+        lines += ["", *report_markdown(list(catalogues))]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def summary_bytes(runs: Sequence[PropertyRun], findings: Sequence[Finding], **kwargs: object) -> bytes:

@@ -14,7 +14,7 @@ import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,9 @@ from fuzz.markdown_summary import summary_bytes
 from fuzz.sarif import sarif_bytes
 from targets.frame_recipe import describe
 from targets.wire import MODERN_VERSION
+
+if TYPE_CHECKING:
+    from fuzz.catalogue import Catalogue
 
 # --- what both reports say of a finding ---
 
@@ -213,6 +216,7 @@ def report_html(
     notes: Iterable[str] = (),
     fail_on: str = DEFAULT_FAIL_ON,
     out_dir: Path | None = None,
+    catalogues: Sequence[Catalogue] = (),
 ) -> str:
     """The page leads with the findings, one collapsed block per bug (a campaign with dozens of
     findings stays one screen of summaries), then the observations, then the property runs."""
@@ -275,6 +279,10 @@ def report_html(
             f"<td>{r.seconds:.1f}</td><td class=\"{cls}\">{n}</td><td>{o}</td><td>{e(note)}</td></tr>"
         )
     body.append("</table>")
+    if catalogues:
+        from fuzz.catalogue import report_html as catalogue_html
+
+        body += catalogue_html(list(catalogues))
     body.append("</body></html>")
     return "\n".join(head + body) + "\n"
 
@@ -380,6 +388,7 @@ def write_reports(
     interrupted: bool = False,
     notes: Iterable[str] = (),
     fail_on: str = DEFAULT_FAIL_ON,
+    catalogues: Sequence[Catalogue] = (),
 ) -> None:
     atomic_write(
         out_dir / "junit.xml",
@@ -388,11 +397,12 @@ def write_reports(
     notes = list(notes)
     atomic_write(out_dir / "results.sarif", sarif_bytes(findings, target=target, seed=seed))
     atomic_write(out_dir / "summary.md", summary_bytes(runs, findings, target=target, seed=seed, examples=examples,
-                                                       seconds=seconds, interrupted=interrupted, notes=notes))
+                                                       seconds=seconds, interrupted=interrupted, notes=notes,
+                                                       catalogues=catalogues))
     atomic_write(
         out_dir / "report.html",
         report_html(
             runs, findings, target=target, seed=seed, examples=examples, seconds=seconds,
-            interrupted=interrupted, notes=notes, fail_on=fail_on, out_dir=out_dir,
+            interrupted=interrupted, notes=notes, fail_on=fail_on, out_dir=out_dir, catalogues=catalogues,
         ).encode("utf-8"),
     )

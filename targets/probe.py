@@ -36,6 +36,10 @@ DEFAULT_PROBE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_PAGES: Final = 20
 LISTS: Final = (("tools", "tools/list", "tools"), ("resources", "resources/list", "resources"),
                 ("prompts", "prompts/list", "prompts"))
+# What `mcp-gauntlet catalogue` reads besides: the templates are definitions the host prompt carries too.
+CATALOGUE_LISTS: Final = (*LISTS, ("resourceTemplates", "resources/templates/list", "resourceTemplates"))
+# The capability that advertises each list (the templates come with `resources`).
+_CAPABILITY: Final = {"resourceTemplates": "resources"}
 MODERN_ERRORS: Final = frozenset({wire.UNSUPPORTED_PROTOCOL_VERSION, wire.MISSING_CLIENT_CAPABILITY,
                                   wire.HEADER_MISMATCH})
 LEGACY_HTTP_HEADERS: Final = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -59,6 +63,9 @@ class ProbeResult:
     counts: dict[str, int | None] = field(default_factory=dict)  # None: not advertised or failed
     truncated: list[str] = field(default_factory=list)  # lists cut at the page limit
     legacy: dict[str, Any] | None = None  # the initialize result (legacy and dual)
+    # Every item each list returned, over all its pages: one dict per read of the lists on the
+    # same connection (`probe(reads=2)` reads them twice, the catalogue's drift check).
+    listings: list[dict[str, list[Any]]] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -120,8 +127,11 @@ def _count_text(count: int | None, name: str, truncated: bool) -> str:
 
 
 class _Prober:
-    def __init__(self, conn: Connection, result: ProbeResult, timeout: float, max_pages: int) -> None:
+    def __init__(self, conn: Connection, result: ProbeResult, timeout: float, max_pages: int,
+                 lists: tuple[tuple[str, str, str], ...] = LISTS, reads: int = 1) -> None:
         self.conn = conn
+        self.lists = lists
+        self.reads = reads
         self.result = result
         self.timeout = timeout
         self.max_pages = max_pages
@@ -224,10 +234,15 @@ class _Prober:
         self.result.version = version
 
     def modern_lists(self) -> None:
+        for _ in range(self.reads):
+            self.result.listings.append({})
+            self._modern_lists()
+
+    def _modern_lists(self) -> None:
         version = self.result.version or wire.MODERN_VERSION
-        for name, method, key in LISTS:
+        for name, method, key in self.lists:
             caps = self.result.capabilities
-            if caps is not None and name not in caps:
+            if caps is not None and _CAPABILITY.get(name, name) not in caps:
                 self.result.counts[name] = None
                 continue
             self.result.counts[name] = self._paginate(
@@ -277,11 +292,16 @@ class _Prober:
             self.result.instructions = result["instructions"]
 
     def legacy_lists(self) -> None:
+        for _ in range(self.reads):
+            self.result.listings.append({})
+            self._legacy_lists()
+
+    def _legacy_lists(self) -> None:
         version = self.result.version or wire.LEGACY_VERSION
         headers = self._legacy_headers(version) if self.http else None
-        for name, method, key in LISTS:
+        for name, method, key in self.lists:
             caps = self.result.capabilities
-            if caps is not None and name not in caps:
+            if caps is not None and _CAPABILITY.get(name, name) not in caps:
                 self.result.counts[name] = None
                 continue
 
@@ -306,21 +326,28 @@ class _Prober:
     ) -> int | None:
         count = 0
         cursor: str | None = None
+        items: list[Any] = []
+        if self.result.listings:
+            self.result.listings[-1][name] = items
         for _ in range(self.max_pages):
             reply, _ = self.exchange(build(cursor), headers)
             result = reply.get("result") if reply else None
             if not isinstance(result, dict) or not isinstance(result.get(key), list):
                 if count == 0:
+                    if self.result.listings:
+                        self.result.listings[-1].pop(name, None)  # failed: not an empty list
                     what = _describe_reply(reply)
                     self.result.problem("DISC-07", f"{name}: {method} failed: {what}")
                     return None
                 return count
             count += len(result[key])
+            items.extend(result[key])
             nxt = result.get("nextCursor")
             if not isinstance(nxt, str):  # an empty string is a valid cursor (DIGEST 9.5)
                 return count
             cursor = nxt
-        self.result.truncated.append(name)
+        if name not in self.result.truncated:
+            self.result.truncated.append(name)
         return count
 
     def _transport_failure_check(self) -> None:
@@ -348,9 +375,12 @@ def probe(
     max_pages: int = DEFAULT_MAX_PAGES,
     check_dual: bool = True,
     transcript: Transcript | None = None,
+    lists: tuple[tuple[str, str, str], ...] = LISTS,
+    reads: int = 1,
 ) -> ProbeResult:
     """Probe one target; raises ProbeFailure (one line) when it is unusable. Every process the
-    probe starts is reaped before this returns or raises."""
+    probe starts is reaped before this returns or raises. `lists` are read `reads` times on the
+    one connection, their items kept in `listings`."""
     started = time.monotonic()
     result = ProbeResult(target=spec.text, transport=spec.transport)
     transcript = transcript if transcript is not None else spec.new_transcript()
@@ -364,7 +394,7 @@ def probe(
             raise ProbeFailure(str(exc)) from None
         retry_fresh = False
         with conn:
-            prober = _Prober(conn, result, timeout, max_pages)
+            prober = _Prober(conn, result, timeout, max_pages, lists, reads)
             if prober.try_modern():
                 result.era = "modern"
                 prober.modern_lists()
@@ -376,7 +406,8 @@ def probe(
                 retry_fresh = any(e.kind == "recv" for e in transcript.events)
         if retry_fresh:
             with target.connect(transcript) as fresh:
-                fresh_prober = _Prober(fresh, result, timeout, max_pages)
+                result.listings.clear()
+                fresh_prober = _Prober(fresh, result, timeout, max_pages, lists, reads)
                 fresh_prober.discover_outcome = prober.discover_outcome + ", then the process exited"
                 _legacy(fresh_prober)
         if result.era == "modern" and check_dual:

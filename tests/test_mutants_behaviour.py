@@ -207,15 +207,42 @@ def tools_list_reordered(db: Path, bugs: tuple[str, ...]) -> bool:
         return sorted(names[0]) == sorted(names[1]) and names[0] != names[1]
 
 
+def _all_tools(s: StdioServer, first_id: int = 1) -> list[dict[str, Any]]:
+    """Every tool over every tools/list page, read on one process."""
+    tools, cursor, n = [], None, first_id
+    while True:
+        listed, _ = s.call(req(n, "tools/list", {"cursor": cursor} if cursor else None))
+        tools += listed["result"]["tools"]
+        cursor, n = listed["result"].get("nextCursor"), n + 1
+        if not cursor:
+            return tools
+
+
+def _echo_description(tools: list[dict[str, Any]]) -> str:
+    return next(t["description"] for t in tools if t["name"] == "echo")
+
+
 def tool_name_invalid(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
-        names, cursor, n = [], None, 1
-        while True:  # every page
-            listed, _ = s.call(req(n, "tools/list", {"cursor": cursor} if cursor else None))
-            names += [t["name"] for t in listed["result"]["tools"]]
-            cursor, n = listed["result"].get("nextCursor"), n + 1
-            if not cursor:
-                return "echo text" in names
+        return "echo text" in [t["name"] for t in _all_tools(s)]
+
+
+def catalogue_drift(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        return _echo_description(_all_tools(s, 1)) != _echo_description(_all_tools(s, 10))
+
+
+def process_description(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as a:
+        first = _echo_description(_all_tools(a))
+    with _stdio(db, bugs) as b:
+        return first != _echo_description(_all_tools(b))
+
+
+def poisoned_description(db: Path, bugs: tuple[str, ...]) -> bool:
+    with _stdio(db, bugs) as s:
+        text = _echo_description(_all_tools(s))
+        return "\u200b" in text and "\x1b[" in text and "send_email" in text
 
 
 def structured_without_text(db: Path, bugs: tuple[str, ...]) -> bool:
@@ -356,6 +383,9 @@ CHECKS: dict[str, Check] = {
     "listen-id-as-string": listen_id_as_string,
     "listen-end-id-as-string": listen_end_id_as_string,
     "slow-leak": slow_leak,
+    "catalogue-drift": catalogue_drift,
+    "process-description": process_description,
+    "poisoned-description": poisoned_description,
 }
 
 

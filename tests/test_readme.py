@@ -39,6 +39,9 @@ QUICK = [
     "mcp-gauntlet frames --method tools/call --count 5 --seed 7",
     "mcp-gauntlet frames --malformed embedded-newline --count 3",
     "mcp-gauntlet serve --list-bugs",
+    "mcp-gauntlet catalogue",
+    "mcp-gauntlet catalogue --json",
+    "mcp-gauntlet catalogue --max-tokens 2000 --max-tool-tokens 200",
 ]
 
 
@@ -51,3 +54,20 @@ def test_readme_command_works_as_written(command: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip(), "printed nothing"
     assert "Traceback" not in done.stderr
+
+
+def test_readme_catalogue_table_is_the_reference_servers_measured_now() -> None:
+    from fuzz.catalogue import Catalogue, read
+    from targets.target_spec import default_target
+
+    section = README.split("### `mcp-gauntlet catalogue`", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| (\S[^|]*?) \| (\**\d+\**) \| (\**\d+\**) \|$", section, flags=re.M)
+    cat = Catalogue.from_probe(read(default_target(), timeout=10, max_pages=20, drift=False).first)
+    measured = [(row[0], str(row[1]), str(row[2])) for row in
+                (line.rsplit(None, 2) for line in cat.table()[1:len(cat.everything()) + 1])]
+    assert [(name, t, b) for name, t, b in rows if not name.startswith("**")] == measured
+    assert ("**total**", f"**{cat.total_tokens}**", f"**{cat.total_bytes}**") in rows
+    tools = cat.costs["tools"]
+    assert (f"Seven tool definitions cost {cat.tokens('tools')} tokens (cheapest `{tools[-1].name}` "
+            f"{tools[-1].tokens}, costliest `{tools[0].name}`") in " ".join(section.split())
+    assert len(tools) == 7

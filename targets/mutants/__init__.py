@@ -23,6 +23,9 @@ class Mutant:
     rules: tuple[str, ...]
     transport: Literal["any", "stdio", "http"]
     description: str
+    # What finds it: a fuzz campaign, a load run (tests/test_load_mutants.py) or `mcp-gauntlet catalogue`
+    # (tests/test_catalogue.py). `found_by(command)` lists each command's share.
+    found_by: Literal["fuzz", "load", "catalogue"] = "fuzz"
 
     @property
     def needs_auth(self) -> bool:
@@ -107,7 +110,16 @@ _ALL: Final[tuple[Mutant, ...]] = (
     Mutant("auth-metadata-origin-resource", ("AUTH-14",), "http",
            "with --auth-issuer: the protected resource metadata names the server's origin as resource, not its /mcp endpoint"),
     Mutant("slow-leak", ("MRTR-17",), "any",
-           "every request body (plus an 8 KiB buffer) is kept forever in a module-level list"),
+           "every request body (plus an 8 KiB buffer) is kept forever in a module-level list", "load"),
+    Mutant("catalogue-drift", ("TOOL-02",), "any",
+           "the echo tool's description changes after the first tools/list the process answers", "catalogue"),
+    Mutant("process-description", ("TOOL-02",), "any",
+           "the echo tool's description embeds the process's start time, so two processes list it differently",
+           "catalogue"),
+    Mutant("poisoned-description", ("TEXT-01", "TEXT-02", "TEXT-03", "TEXT-04"), "any",
+           "the echo tool's description hides a zero-width and a bidi character, an <IMPORTANT> block telling "
+           "the model to call another server's send_email tool without telling the user, and an ANSI escape",
+           "catalogue"),
 )
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in _ALL}
@@ -124,6 +136,12 @@ def parse_bugs(names: Iterable[str]) -> frozenset[str]:
         if name not in MUTANTS:
             raise UnknownBugError(f"unknown bug {name!r} (see --list-bugs)")
     return chosen
+
+
+def found_by(command: Literal["fuzz", "load", "catalogue"]) -> list[str]:
+    """The mutants `command` is the one to find, in registry order: the one place a test that runs
+    every mutant through one command learns which are its own."""
+    return [m.name for m in _ALL if m.found_by == command]
 
 
 def list_lines() -> list[str]:

@@ -1,6 +1,6 @@
 """Benchmark (nightly): every mutant is found by a default-budget campaign, for several seeds.
 
-For each bug `mcp-gauntlet serve --list-bugs` names (except the load-test-only slow leak) and
+For each bug `mcp-gauntlet serve --list-bugs` names that a campaign is to find (Mutant.found_by) and
 each seed, one plain campaign as a user runs it:
 
     mcp-gauntlet fuzz --target <the reference server with --bug NAME> --max-examples 200 --seed S \
@@ -52,9 +52,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from targets.mutants import MUTANTS  # noqa: E402 - after the path fix for a direct run
-
-LOAD_ONLY = {"slow-leak"}
+from targets.mutants import MUTANTS, found_by  # noqa: E402 - after the path fix for a direct run
 
 
 def target_for(bug: str, db: Path) -> str:
@@ -135,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subprocess", action="store_true", help="each campaign as its own CLI process")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    bugs = [b for b in (args.bugs.split(",") if args.bugs else MUTANTS) if b and b not in LOAD_ONLY]
+    bugs = [b for b in (args.bugs.split(",") if args.bugs else found_by("fuzz")) if b]
     unknown = sorted(set(bugs) - set(MUTANTS))
     if unknown:
         print(f"bench_mutant_sweep: unknown bug {', '.join(unknown)} (see mcp-gauntlet serve --list-bugs)")

@@ -1,0 +1,118 @@
+"""`mcp-gauntlet catalogue`: the token cost of a server's catalogue, its drift, its untrusted text.
+
+Exit status: 0 within budget and no failing finding; 1 over `--max-tokens`/`--max-tool-tokens`
+or a failing finding (catalogue drift is MUST; untrusted-text flags are HEURISTIC observations
+and fail only under `--fail-on heuristic`); 2 bad input or an unusable target, one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import orjson
+
+from targets import extra_headers, validate
+from targets.probe import DEFAULT_MAX_PAGES, DEFAULT_PROBE_TIMEOUT, ProbeFailure
+from targets.target_spec import TargetError, parse_target
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"catalogue: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+
+    p = _Parser(prog="mcp-gauntlet catalogue",
+                description="What a server's catalogue costs the model before it is used (o200k_base tokens), "
+                            "whether it drifts between reads, and text in it that is not a description.")
+    p.add_argument("--target", help="stdio:<cmd>, http://127.0.0.1:PORT/PATH or http+spawn:<cmd with {port}> "
+                   "(default: the built-in reference server)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="exit 1 when the whole catalogue costs more than N tokens")
+    p.add_argument("--max-tool-tokens", type=int, metavar="N", help="exit 1 when one tool definition costs more than N")
+    p.add_argument("--no-drift", action="store_true", help="read the catalogue once (no drift check)")
+    p.add_argument("--fail-on", choices=FAIL_ON_CHOICES, default=DEFAULT_FAIL_ON,
+                   help="findings at or above this strength exit 1 (default should: drift fails, "
+                        "untrusted-text flags are observations)")
+    p.add_argument("--out", metavar="DIR", help="where findings.json, repro/ and catalogue.json go "
+                   "(default ./gauntlet-out/catalogue-<timestamp>/)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT, help="seconds to wait for each answer")
+    p.add_argument("--max-pages", type=int, default=DEFAULT_MAX_PAGES, help="pages followed per list")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
+    extra_headers.add_option(p)
+    return p
+
+
+def catalogue_main(argv: list[str]) -> int:
+    from fuzz.catalogue import Catalogue, drift_evidence, over_budget, read, text_evidence
+    from fuzz.findings import FindingStore, atomic_write
+    from fuzz.text_flags import flag_catalogue
+
+    args = build_parser().parse_args(argv)
+    try:
+        validate.seconds(args.timeout, "--timeout")
+        for name, value in (("--max-pages", args.max_pages), ("--max-tokens", args.max_tokens),
+                            ("--max-tool-tokens", args.max_tool_tokens)):
+            if value is not None and value < (1 if name == "--max-pages" else 0):
+                raise validate.InputError(f"{name} must be {'at least 1' if name == '--max-pages' else 'zero or more'}")
+        extra_headers.configure(args.header)
+        spec = parse_target(args.target, allow_remote=args.allow_remote)
+        reading = read(spec, timeout=args.timeout, max_pages=args.max_pages, drift=not args.no_drift)
+    except (validate.InputError, extra_headers.HeaderError, TargetError, ProbeFailure) as exc:
+        print(f"catalogue: {exc}", file=sys.stderr)
+        return 2
+    cat = Catalogue.from_probe(reading.first)
+    out_dir = Path(args.out) if args.out else Path("gauntlet-out") / (
+        "catalogue-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    try:
+        store = FindingStore(out_dir, target=spec.text, seed=None, fail_on=args.fail_on)
+    except OSError as exc:
+        print(f"catalogue: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    evidence = drift_evidence(reading) + text_evidence(reading, flag_catalogue(cat.items, cat.instructions))
+    for ev in evidence:
+        store.record(ev)
+    doc = cat.to_json()
+    # Each finding with its detail: the changed definition or the offending span, escaped.
+    doc["findings"] = [{**f.to_json(args.fail_on), "detail": _detail(f)} for f in store.findings]
+    doc["drift_checked"] = None if args.no_drift else f"two reads on one process; {reading.fresh_note}"
+    gate = over_budget(cat, args.max_tokens, args.max_tool_tokens)
+    doc["over_budget"] = gate or None
+    store.extra["catalogue"] = cat.to_json()
+    store.write_index()
+    try:
+        atomic_write(out_dir / "catalogue.json", orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+    except OSError as exc:
+        store.write_error = store.write_error or f"cannot write {out_dir}: {exc.strerror or exc}"
+    if args.json:
+        sys.stdout.write(orjson.dumps(doc).decode() + "\n")
+    else:
+        print(f"target: {spec.text} ({cat.era_label})")
+        print("\n".join(cat.table()))
+        for f in store.findings:
+            verdict = "FINDING" if f.fails(args.fail_on) else "observation"
+            print(f"{verdict} {f.label} {f.rule}: {f.title}")
+            detail = _detail(f)
+            if detail:
+                print(f"    {detail}")
+        print(f"output in {out_dir}")
+    failing = store.failures
+    if store.write_error:
+        print(f"catalogue: {store.write_error}", file=sys.stderr)
+        return 2
+    if gate:
+        print(gate, file=sys.stderr)
+    if not args.json:
+        print(cat.summary_line() + f", {len(failing)} findings, {len(store.observations)} observations")
+    return 1 if gate or failing else 0
+
+
+def _detail(finding: Any) -> str:
+    violations = finding.evidence.violations
+    return str(violations[0].get("detail") or "") if violations else ""

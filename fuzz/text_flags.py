@@ -1,0 +1,197 @@
+"""Untrusted text in a catalogue: HEURISTIC observations, each with the offending span.
+
+The spec tells clients to treat tool descriptions and annotations as untrusted unless the server
+is: the server's author writes them and the host pastes them into the model's prompt. These
+checks flag text that does something other than describe the tool. They are not DIGEST rules
+(the digest has no id for them), so they carry the harness's own ids TEXT-01..05, are always
+HEURISTIC, and never fail a run unless `--fail-on heuristic` asks for it. One plain function per
+id, each taking the catalogue's strings and returning violations.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+from fuzz.oracle.model import Violation
+from fuzz.token_count import count_tokens, definition_text
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """One string of the catalogue and where it sits (`tool search_events: description`)."""
+
+    where: str
+    text: str
+    method: str | None
+
+
+def catalogue_texts(items: dict[str, list[Any]], instructions: str | None) -> list[Text]:
+    """Every string a host may put into the prompt: all of each definition, keys and values."""
+    from fuzz.catalogue import METHOD, item_name
+
+    out: list[Text] = []
+    if instructions:
+        out.append(Text("instructions", instructions, "server/discover"))
+    for kind, listed in items.items():
+        for item in listed:
+            label = f"{kind[:-1] if kind != 'resourceTemplates' else 'template'} {item_name(kind, item)}"
+            for path, s in _strings(item, ()):
+                out.append(Text(f"{label}: {'.'.join(path) or '(value)'}", s, METHOD.get(kind)))
+    return out
+
+
+def _strings(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k == "_meta":
+                continue
+            if isinstance(k, str) and k:
+                yield (*path, "(key)"), k
+            yield from _strings(v, (*path, str(k)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, (*path, str(i)))
+
+
+def _span(text: str, start: int, end: int, context: int = 24) -> str:
+    """The offending span with a little context, escaped so the report shows what is hidden."""
+    lo, hi = max(0, start - context), min(len(text), end + context)
+    return (("..." if lo else "") + text[lo:hi].encode("unicode_escape").decode("ascii")
+            + ("..." if hi < len(text) else ""))
+
+
+def _flag(rule: str, title: str, t: Text, start: int, end: int) -> Violation:
+    return Violation(rule, "HEURISTIC", f"untrusted text: {title} in {t.where}",
+                     f"at {start}: {_span(t.text, start, end)}", t.method)
+
+
+# --- TEXT-01: invisible or bidirectional-control characters ---
+
+_BIDI: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _invisible(ch: str) -> bool:
+    if ch in _BIDI:
+        return True
+    code = ord(ch)
+    if 0xE0000 <= code <= 0xE007F or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:
+        return True  # tag characters (ASCII smuggling) and variation selectors
+    return unicodedata.category(ch) in ("Cf", "Co", "Cn") and ch not in "\u00ad"
+
+
+def text_01(texts: list[Text]) -> list[Violation]:
+    out: list[Violation] = []
+    for t in texts:
+        for m in re.finditer(r".", t.text, re.S):
+            if _invisible(m.group()):
+                start = m.start()
+                end = start
+                while end < len(t.text) and _invisible(t.text[end]):
+                    end += 1
+                kind = "bidirectional control" if any(c in _BIDI for c in t.text[start:end]) else "invisible"
+                out.append(_flag("TEXT-01", f"{kind} characters", t, start, end))
+                break  # one per string: the span shows the first run
+    return out
+
+
+# --- TEXT-02: terminal escapes and other control characters ---
+
+_CONTROL: Final = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x9b]")
+
+
+def text_02(texts: list[Text]) -> list[Violation]:
+    out: list[Violation] = []
+    for t in texts:
+        m = _CONTROL.search(t.text)
+        if m:
+            what = "ANSI escape sequence" if m.group().startswith(("\x1b", "\x9b")) else "control character"
+            out.append(_flag("TEXT-02", what, t, m.start(), m.end()))
+    return out
+
+
+# --- TEXT-03: text addressed to the model rather than describing the tool ---
+
+_ADDRESSED: Final = tuple(re.compile(p, re.I) for p in (
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|other)\s+"
+    r"(?:instructions?|prompts?|messages?|rules?)",
+    r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|mention|reveal|show|notify)\b[^.\n]{0,40}\b(?:user|human)s?\b",
+    r"\bwithout\s+(?:telling|informing|notifying)\s+the\s+(?:user|human)\b",
+    r"<\s*/?\s*(?:important|system|hidden|secret|instructions?|admin|sudo)\s*>",
+    r"\[\s*(?:system|hidden|important)\s*\]",
+    r"\byou\s+are\s+now\b",
+    r"\b(?:system|developer)\s+prompt\b",
+    r"\bas\s+an?\s+(?:ai|assistant|language\s+model)\b",
+))
+
+
+def text_03(texts: list[Text]) -> list[Violation]:
+    out: list[Violation] = []
+    for t in texts:
+        for pattern in _ADDRESSED:
+            m = pattern.search(t.text)
+            if m:
+                out.append(_flag("TEXT-03", "text addressed to the model", t, m.start(), m.end()))
+                break
+    return out
+
+
+# --- TEXT-04: naming other servers' tools ---
+
+_TOOL_REFERENCE: Final = (
+    re.compile(r"\bmcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+"),  # a host's namespaced tool name
+    re.compile(r"\b(?:call|use|invoke|run)\s+(?:the\s+)?[`'\"]?([A-Za-z][A-Za-z0-9_.-]*)[`'\"]?\s+tool\b", re.I),
+    re.compile(r"\b(?:tool|tools)\s+(?:named|called)\s+[`'\"]?([A-Za-z][A-Za-z0-9_.-]*)", re.I),
+)
+
+
+def text_04(texts: list[Text], own_tools: set[str]) -> list[Violation]:
+    out: list[Violation] = []
+    for t in texts:
+        for pattern in _TOOL_REFERENCE:
+            m = next((m for m in pattern.finditer(t.text)
+                      if (m.group(1) if m.groups() else m.group()) not in own_tools
+                      and (m.group(1) if m.groups() else m.group()).lower() not in ("this", "that", "the", "a")),
+                     None)
+            if m:
+                name = m.group(1) if m.groups() else m.group()
+                out.append(_flag("TEXT-04", f"names a tool this server does not list (`{name}`)", t,
+                                 m.start(), m.end()))
+                break
+    return out
+
+
+# --- TEXT-05: a description far longer than its schema warrants ---
+
+LONG_FLOOR: Final = 200  # tokens a description may always spend
+LONG_RATIO: Final = 4  # and beyond that, this many times its inputSchema's tokens
+
+
+def text_05(tools: list[Any]) -> list[Violation]:
+    out: list[Violation] = []
+    for tool in tools:
+        if not isinstance(tool, dict) or not isinstance(tool.get("description"), str):
+            continue
+        desc = count_tokens(tool["description"])
+        schema = count_tokens(definition_text(tool.get("inputSchema", {})))
+        if desc > max(LONG_FLOOR, LONG_RATIO * schema):
+            t = Text(f"tool {tool.get('name')}: description", tool["description"], "tools/list")
+            v = _flag("TEXT-05", "a description far longer than its schema warrants", t, 0, min(len(t.text), 80))
+            out.append(Violation(v.rule, v.strength, v.title,
+                                 f"{desc} description tokens for a {schema}-token inputSchema "
+                                 f"(flagged above max({LONG_FLOOR}, {LONG_RATIO} x schema)); starts {v.detail}",
+                                 v.method))
+    return out
+
+
+def flag_catalogue(items: dict[str, list[Any]], instructions: str | None) -> list[Violation]:
+    """Every untrusted-text observation on one catalogue, in rule order."""
+    texts = catalogue_texts(items, instructions)
+    tools = items.get("tools", [])
+    own = {t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    return [*text_01(texts), *text_02(texts), *text_03(texts), *text_04(texts, own), *text_05(tools)]
