@@ -54,7 +54,14 @@ from fuzz.oracle.model import Violation
 from fuzz.properties.base import Context, Property, all_properties
 from fuzz.properties.endpoints import open_endpoint
 from fuzz.properties.executor import Endpoint, HarnessError, Run, execute
-from fuzz.properties.judging import bucket_of, evidence_for, judge_run, primary
+from fuzz.properties.judging import (
+    bucket_of,
+    evidence_for,
+    judge_run,
+    primary,
+    slow_note,
+    slowest_in_allowance,
+)
 from fuzz.properties.surface import Surface, learn_surface
 from fuzz.tool_policy import ToolPolicy
 from targets.target_spec import TargetSpec, parse_target
@@ -385,6 +392,8 @@ class _JobState:
     passed: set[bytes] = field(default_factory=set)
     harness_error: str = ""
     stopped: str = ""  # why the target stopped answering, once it did
+    slowest: tuple[float, str] | None = None  # the slowest answer past the step timeout (seconds, what)
+    timeout: float = 0.0  # the step timeout (--timeout) the job's examples are played with
     halted: str = ""  # the --stop-on-rule rule whose finding ended the job
     engine: list[Any] = field(default_factory=list)  # the running ConjectureRunner (hypothesis_compat)
     probes: list[ProbeOutcome] = field(default_factory=list)
@@ -483,12 +492,15 @@ def run_job(
     share = job.seconds if job.seconds is not None else math.inf
     state = _JobState(cap=job.max_examples, hard_deadline=started + share,
                       shrink_reserve=min(job.shrink_seconds, share * 0.3) if job.seconds is not None else 0.0,
-                      shrink_budget=job.shrink_seconds, known=set(known))
+                      shrink_budget=job.shrink_seconds, known=set(known), timeout=timeout)
     transport = ctx.transport
     version = hypothesis.__version__
 
     def play(case: Any, *, reuse_now: bool) -> tuple[Run, list[Violation]]:
         run = execute(case, endpoint, reuse=reuse_now, timeout=timeout)
+        slow = slowest_in_allowance(run)
+        if slow is not None:
+            state.slowest = max(slow, state.slowest) if state.slowest else slow
         return run, judge_run(prop, run, ctx)
 
     def judge(case: Any, *, phase: str, blob: str | None, record: bool = True,
@@ -763,6 +775,9 @@ def _coverage_phase(job: Job, prop: Property, ctx: Context, state: _JobState,
 
 def _job_record(job: Job, state: _JobState, started: float, sink: Sink | None, *, note: str = "",
                 error: str = "") -> PropertyRun:
+    slow = slow_note(state.slowest, state.timeout)
+    if slow:
+        note = (note + "; " if note else "") + slow
     known = sorted(state.replayed)
     if known:
         note = (note + "; " if note else "") + f"{len(known)} known failure(s) replayed from the example database"

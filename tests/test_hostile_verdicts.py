@@ -158,6 +158,48 @@ def test_slow_server_past_the_deadline_is_unanswered(tmp_path: Path) -> None:
     assert {f["rule"] for f in findings} == {"RPC-01"}, findings
 
 
+def _slow_start(tmp_path: Path, timeout: str, env: dict[str, str], examples: str = "12"
+                ) -> tuple[int, list[dict[str, Any]], str, int]:
+    """slow_start under framing: every malformed probe waits 1 s before its sentinel, shorter than
+    the first answer takes, so only the campaign's clock (--timeout plus start-up) keeps it alive."""
+    out = tmp_path / f"slow_start-{timeout}"
+    target = "stdio:" + shlex.join([PYTHON, str(HOSTILE / "slow_start.py")])
+    proc = run_cli("fuzz", "--target", target, "--properties", "framing", "--max-examples", examples,
+                   "--seed", "1", "--timeout", timeout, "--out", str(out), timeout=240, env=env)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    doc = orjson.loads((out / "findings.json").read_bytes())
+    return proc.returncode, doc["findings"], proc.stdout, doc["examples"]
+
+
+def test_a_slow_first_answer_inside_the_timeout_is_no_finding_and_runs_every_example(tmp_path: Path) -> None:
+    # Before liveness ran on the campaign's clock this was SHOULD RPC-01 "target stopped answering"
+    # after 2 s (the probe's 1 s, then a 1 s stall probe) under --timeout 20, and framing stopped.
+    code, findings, out, examples = _slow_start(tmp_path, "20", {"HOSTILE_START_DELAY": "2.5"})
+    assert (code, findings, examples) == (0, [], 12), out
+    assert "stopped" not in out and "slow target" not in out, out
+
+
+def test_a_slow_first_answer_past_the_timeout_is_reported_slow_with_its_figure(tmp_path: Path) -> None:
+    # --timeout 1 is below the 2.5 s start, but a fresh process's first answer also gets the
+    # start-up allowance: slow, said with the figure in the property's note, not dead.
+    code, findings, out, examples = _slow_start(tmp_path, "1", {"HOSTILE_START_DELAY": "2.5"})
+    assert (code, findings, examples) == (0, [], 12), out
+    note = next(line for line in out.splitlines() if line.strip().startswith("framing[stdio]"))
+    assert "slow target:" in note and "(--timeout 1 s" in note and "stopped" not in note, note
+    figure = float(note.split(" was answered ")[1].split(" s ")[0])
+    assert 2.4 <= figure < 6.0, note
+
+
+@pytest.mark.slow  # ~30 s: the start-up allowance, then the stall probe's deadline
+def test_answers_slower_than_the_timeout_on_a_warm_process_stopped_answering(tmp_path: Path) -> None:
+    # Past --timeout on a process that has answered before: no answer within the user's clock
+    # twice (the request, then a server/discover) is the README's "target stopped answering".
+    code, findings, out, _ = _slow_start(tmp_path, "0.5", {"HOSTILE_START_DELAY": "0", "HOSTILE_FRAME_DELAY": "1.5"})
+    assert code == 1, out
+    assert _kinds(findings) == {("RPC-01", "SHOULD", "target stopped answering")}, findings
+    assert "stopped: the target stopped answering" in out, out
+
+
 def test_drivers_record_the_send_a_timeout_waited_for(tmp_path: Path) -> None:
     """Timeouts are structured: `ref` is the send awaited, on stdio and over HTTP alike."""
     import socket

@@ -29,8 +29,9 @@ from targets.transcript import REUSED_NOTE, Transcript
 DEFAULT_STEP_TIMEOUT = 5.0
 # After a request went unanswered on a live process, one server/discover (which every modern
 # server answers, and a legacy one refuses with an error, both answers) tells "slow on this
-# request" from "stopped answering": this long, at most the step timeout.
-STALL_PROBE_TIMEOUT = 2.0
+# request" from "stopped answering". It waits the campaign's whole step timeout (`--timeout`),
+# plus the start-up allowance while a fresh process has not answered anything yet (see
+# `answer_allowance`): a target is never called stopped on a clock shorter than the user's.
 STALL_PROBE_ID_PREFIX = "gauntlet-stall-probe-"
 # A server that keeps writing is not waited out: the settle before a notification ends after this.
 SETTLE_LIMIT = 0.5
@@ -57,6 +58,8 @@ class Run:
     # unanswered server/discover on the same live process); its later steps are not played
     stalled: dict[int, str] = field(default_factory=dict)
     own: set[Any] = field(default_factory=set)  # the property's own violations (set by judging)
+    step_timeout: float = DEFAULT_STEP_TIMEOUT  # the campaign's `--timeout` this run was played with
+    start_allowance: float = 0.0  # what a fresh stdio process got on top of it for its first answer
     run_values: dict[str, Any] = field(default_factory=lambda: {"nonce": uuid.uuid4().hex[:12]})
     _exchange: Any = None  # the oracle's pairing of this run's transcript, built once on first use
 
@@ -128,8 +131,12 @@ def execute(
     reuse: bool = False,
     timeout: float = DEFAULT_STEP_TIMEOUT,
     on_conn: Callable[[Connection], None] | None = None,
+    start_allowance: float | None = None,
 ) -> Run:
-    """Play `case`; every connection it opened is retired before this returns, whatever happens."""
+    """Play `case`; every connection it opened is retired before this returns, whatever happens.
+
+    `timeout` is the campaign's step timeout; `start_allowance` is what a fresh stdio process gets
+    on top of it for its first answer (default: the endpoint's start-up timeout)."""
     if any(len(s.raw or b"") > HUGE_STEP for s in case.steps):
         # Earlier huge cases (11 MiB each) sit in reference cycles (Hypothesis' draw and shrink
         # bookkeeping) until the cycle collector runs, and large bytes do not make it run: 13 of
@@ -137,6 +144,8 @@ def execute(
         gc.collect()
     transcript = endpoint.new_transcript()
     run = Run(case=case, transcript=transcript)
+    run.step_timeout = timeout
+    run.start_allowance = float(getattr(endpoint, "timeout", 0.0) if start_allowance is None else start_allowance)
     conns: dict[int, Connection] = {}
     clean = False
     try:
@@ -273,14 +282,28 @@ def _play_batch(
         step = steps[k]
         if step.wait != "response":
             continue
-        _collect_response(run, conn, k, step, timeout=step.timeout or timeout)
+        wait = step.timeout or (timeout + answer_allowance(run, conn))
+        _collect_response(run, conn, k, step, timeout=wait)
         if k not in run.responses and _timed_out(run, k) and endpoint.is_alive(conn):
-            why = _stall_probe(run, conn, k, timeout=min(step.timeout or timeout, STALL_PROBE_TIMEOUT))
+            why = _stall_probe(run, conn, k, timeout=timeout + answer_allowance(run, conn))
             if why is not None:
                 run.stalled[step.proc] = why
                 break
     if not endpoint.is_alive(conn):
         run.dead.add(steps[ready[0][0]].proc)
+
+
+def answer_allowance(run: Run, conn: Connection) -> float:
+    """The start-up allowance a wait on `conn` gets on top of the step timeout: the run's
+    `start_allowance` while the connection is a fresh stdio process that has not answered anything
+    yet (a process spawned for this case under load may take seconds to read its first frame),
+    else nothing."""
+    if not conn.transport.line_framed or getattr(conn, "shared", False):
+        return 0.0
+    for e in run.transcript.events:
+        if conn.mine(e) and (e.kind == "recv" or (e.kind == "spawn" and REUSED_NOTE in e.note)):
+            return 0.0  # it has answered, here or (a warm process) in an earlier case
+    return run.start_allowance
 
 
 def _shut_down(run: Run, k: int, conns: dict[int, Connection], endpoint: Endpoint, *, reuse: bool,

@@ -30,7 +30,7 @@ def _oracle_era(era: str) -> str:
 
 def judge_run(prop: Property, run: Run, ctx: Context) -> list[Violation]:
     """Every violation of the run: the property's own first (it is what the property is for)."""
-    own = rpc_01_target_stopped_answering(run) + list(prop.check(run, ctx))
+    own = rpc_01_target_stopped_answering(run) + rpc_01_answered_late(run) + list(prop.check(run, ctx))
     run.own = set(own)
     seen = {(v.rule, v.event_index) for v in own}
     rest = [v for v in oracle_judge(run, ctx) if (v.rule, v.event_index) not in seen]
@@ -53,6 +53,61 @@ def rpc_01_target_stopped_answering(run: Run) -> list[Violation]:
     frame = run.frames.get(steps[0]) if steps else None
     method = frame.get("method") if isinstance(frame, dict) and isinstance(frame.get("method"), str) else None
     return [Violation("RPC-01", "SHOULD", "target stopped answering", why, method, at)]
+
+
+def answer_latencies(run: Run) -> list[tuple[int, float, float]]:
+    """(step, seconds to its answer, its deadline) for every request step that got an answer:
+    the deadline is the campaign's --timeout, plus the start-up allowance for the first answer of
+    a fresh stdio process (the clock liveness is judged on; a step's own shorter wait before a
+    sentinel is not a deadline)."""
+    events = run.transcript.events
+    answered_procs: set[int] = set()
+    out: list[tuple[int, float, float]] = []
+    for k in sorted(run.sends, key=run.sends.__getitem__):
+        pair = run.pair(k)
+        if pair is None or not pair.responses or run.case.steps[k].wait != "response":
+            continue
+        proc = pair.proc
+        fresh = (run.transcript.transport.line_framed and proc not in answered_procs
+                 and not any(e.kind == "recv" and e.proc == proc for e in events[: pair.index])
+                 and not any(run.proc_of.get(p) == proc for p in run.reused))
+        deadline = run.step_timeout + (run.start_allowance if fresh else 0.0)
+        out.append((k, events[pair.responses[0]].t - events[pair.index].t, deadline))
+        answered_procs.add(proc)
+    return out
+
+
+def rpc_01_answered_late(run: Run) -> list[Violation]:
+    """RPC-01, SHOULD (the deadline is the user's --timeout, not the spec's): a request answered,
+    but only after its deadline. The target is slow, not dead: the figure is in the account, and
+    the property goes on (only `rpc_01_target_stopped_answering` stops it)."""
+    out: list[Violation] = []
+    for k, latency, deadline in answer_latencies(run):
+        if latency <= deadline:
+            continue
+        frame = run.frames.get(k)
+        method = frame.get("method") if isinstance(frame, dict) and isinstance(frame.get("method"), str) else None
+        out.append(Violation("RPC-01", "SHOULD", "request answered after the deadline",
+                             f"step {k} was answered {latency:.1f} s after it was sent, past its "
+                             f"{deadline:g} s deadline (--timeout {run.step_timeout:g} s): a slow target",
+                             method, run.sends[k]))
+    return out
+
+
+def slowest_in_allowance(run: Run) -> tuple[float, str] | None:
+    """The slowest answer past --timeout but inside its start-up allowance (seconds, which step):
+    slow, said in the property's note with the figure, never a finding."""
+    slow = [(latency, f"step {k}") for k, latency, deadline in answer_latencies(run)
+            if run.step_timeout < latency <= deadline]
+    return max(slow) if slow else None
+
+
+def slow_note(slowest: tuple[float, str] | None, timeout: float) -> str:
+    """The property's note for its slowest answer inside a start-up allowance ("" when none was)."""
+    if slowest is None:
+        return ""
+    return (f"slow target: {slowest[1]} was answered {slowest[0]:.1f} s after it was sent "
+            f"(--timeout {timeout:g} s; a fresh process's first answer gets its start-up allowance)")
 
 
 def primary(violations: Sequence[Violation], run: Run | None = None) -> Violation:
