@@ -36,7 +36,7 @@ def test_two_identical_runs_pass_against_each_other(tmp_path: Path) -> None:
     # what it tolerates is stated, in the output and in summary.json
     assert "grows by more than 20% and by more than 0.5 ms" in base["tolerates"]
     assert base["tolerates"] in proc.stdout
-    # the overall p99 (over 1000 samples) was gated; the per-name p99s of a 5 s run were shown, not gated
+    # the overall percentiles (over 1000 samples) were gated; the per-name ones of a 5 s run were shown, not gated
     overall = next(c for c in base["changes"] if c["name"] == "all requests" and c["metric"] == "p99_ms")
     assert overall["not_gated"] == ""
     assert any("fewer than 1000" in c["not_gated"] for c in base["changes"])
@@ -60,7 +60,8 @@ def test_a_server_twice_as_slow_fails(tmp_path: Path) -> None:
         server.wait()
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
     regressed = {(c["name"], c["metric"]) for c in summary["baseline"]["changes"] if c["regression"]}
-    assert ("all requests", "p99_ms") in regressed
+    # the median doubled; the tail of a busy machine's scheduling may hide it, the median cannot
+    assert ("all requests", "p50_ms") in regressed
     assert ("all requests", "rps") not in regressed  # the rate was delivered: only latency regressed
     overall = next(c for c in summary["baseline"]["changes"] if c["name"] == "all requests" and c["metric"] == "p50_ms")
     assert 1.6 <= overall["after"] / overall["before"] <= 2.5, overall  # it really was about 2x slower
