@@ -6,10 +6,10 @@ Without a NAME the metric is the run's (overall percentiles over every request);
 that operation's. NAME may itself contain colons (`resources/read calendar://week:p99_ms>5`): the
 metric is whatever follows the last colon.
 
-A baseline is an earlier summary.json. Every operation present in both runs is compared; a p99
-that grew, or a throughput that fell, by more than the margin is a regression. Tiny latencies
+A baseline is an earlier summary.json. Every operation present in both runs is compared; a p50
+or p99 that grew, or a throughput that fell, by more than the margin is a regression. Tiny latencies
 jitter by large percentages, so a latency change under an absolute floor is never a regression,
-and a p99 read from too few samples (or a setup call's) is shown but never gated.
+and a percentile read from too few samples (or a setup call's) is shown but never gated.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class Change:
 
 def describe_noise(margin: float, floor_ms: float, min_samples: int) -> str:
     """The noise a baseline comparison tolerates, in words, for the output and summary.json."""
-    return (f"a p99 regresses when it grows by more than {margin * 100:g}% and by more than {floor_ms:g} ms, "
+    return (f"a p50 or p99 regresses when it grows by more than {margin * 100:g}% and by more than {floor_ms:g} ms, "
             f"on names with at least {min_samples} samples in both runs (so each p99 rests on at least "
             f"{max(1, min_samples // 100)} samples above it; fewer, or setup calls: shown, not gated); "
             f"the run's rps when it falls by more than {margin * 100:g}%")
@@ -197,9 +197,10 @@ def compare_baseline(
 ) -> list[Change]:
     """p50 and p99 per operation (and overall) and the run's rps, before -> after.
 
-    A regression: p99 grew by more than `margin` (relative) and by more than `floor_ms`
-    (absolute), or the run's rps fell by more than `margin`. Only statistically meaningful
-    figures are gated: a p99 needs `min_samples` in both runs (a name seen ten times has a p99
+    A regression: p50 or p99 grew by more than `margin` (relative) and by more than `floor_ms`
+    (absolute), or the run's rps fell by more than `margin`. Both percentiles are gated because
+    on a busy machine the tail is scheduling noise of tens of ms: a server twice as slow doubled
+    its p50 while its p99 grew 16%. Only statistically meaningful figures are gated: a name needs `min_samples` in both runs (a name seen ten times has a p99
     that is its slowest sample, and the first requests a fresh server serves are its slowest),
     and setup calls (discovery, the tool probe) are never gated; both are still shown.
     """
@@ -213,8 +214,8 @@ def compare_baseline(
             b, a = before.get(metric), after.get(metric)
             if not isinstance(b, int | float) or not isinstance(a, int | float):
                 continue
-            worse = not why_not and metric == "p99_ms" and a > b * (1 + margin) and a - b > floor_ms
-            changes.append(Change(name, metric, float(b), float(a), worse, why_not if metric == "p99_ms" else ""))
+            worse = not why_not and a > b * (1 + margin) and a - b > floor_ms
+            changes.append(Change(name, metric, float(b), float(a), worse, why_not))
 
     latency("all requests", baseline.get("overall") or {}, summary.get("overall") or {})
     b_rps, a_rps = baseline.get("rps"), summary.get("rps")
