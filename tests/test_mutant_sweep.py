@@ -23,6 +23,7 @@ from bench_mutant_sweep import sweep  # noqa: E402 - the benchmark is a script
 
 from targets.mutants import MUTANTS, found_by  # noqa: E402
 
+
 @pytest.mark.slow  # every mutant, each campaign up to its finding, two at a time
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.nightly)])
 def test_default_campaigns_find_every_mutant(seed: int, tmp_path: Path) -> None:
