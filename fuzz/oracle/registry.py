@@ -9,6 +9,7 @@ from typing import Any
 import fuzz.oracle.cancellation  # noqa: F401  (registers CAN-04, CAN-06)
 import fuzz.oracle.http_methods  # noqa: F401  (registers SL-11)
 import fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, LOG-01..02)
+import fuzz.oracle.stateless  # noqa: F401  (registers SL-2)
 import fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
 import fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
 from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
