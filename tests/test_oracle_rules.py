@@ -813,6 +813,16 @@ def test_sl_2_excuses_a_process_opened_with_initialize() -> None:
     assert "SL-2" not in {v.rule for v in judge(_locked(True, opener=True).transcript, discover=DISCOVER)}
 
 
+def test_sl_2_holds_on_a_dual_era_target_unless_the_process_was_served_by_2025_rules() -> None:
+    """A refused bad frame opens no era, so the broad dual-era excuse does not cover the lock; a
+    claim-less request served with a legacy result does pin the process (META-04's heuristic)."""
+    assert "SL-2" in {v.rule for v in judge(_locked(True).transcript, discover=DISCOVER, dual=True)}
+    c = stdio()
+    c.exchange(bare(1, "tools/list"), ok(1, {"tools": []}))
+    c.exchange(req(2, "server/discover"), wire.build_error(2, wire.INVALID_REQUEST, ERA_LOCK))
+    assert "SL-2" not in {v.rule for v in judge(c.transcript, discover=DISCOVER, dual=True)}
+
+
 def test_sl_2_is_silent_when_the_first_request_was_valid_and_reports_a_locked_process_once() -> None:
     c = stdio()
     c.exchange(req(1, "tools/list"), ok(1, LIST_OK))

@@ -9,13 +9,13 @@ from typing import Any
 import fuzz.oracle.cancellation  # noqa: F401  (registers CAN-04, CAN-06)
 import fuzz.oracle.http_methods  # noqa: F401  (registers SL-11)
 import fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, LOG-01..02)
-import fuzz.oracle.stateless  # noqa: F401  (registers SL-2)
 import fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
 import fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
 from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
 from fuzz.oracle.auth import refused_by_auth  # (registers AUTH-01..13)
 from fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses
 from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
+from fuzz.oracle.stateless import OWN_ERA_POLICY  # (registers SL-2)
 from targets.transcript import Event, Transcript
 
 ERAS: tuple[Era, ...] = ("modern", "legacy")
@@ -93,7 +93,7 @@ def _excused_by_era(x: Exchange, v: Violation) -> bool:
     """Whether a modern-only rule's violation sits on a frame the dual-era policy lets the server
     read by 2025-era rules (rules that hold in both eras judge such frames as they are)."""
     rule = RULES.get(v.rule)
-    if rule is None or "legacy" in rule.eras or v.event_index is None:
+    if rule is None or "legacy" in rule.eras or v.event_index is None or v.rule in OWN_ERA_POLICY:
         return False
     i = v.event_index
     send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)

@@ -15,6 +15,11 @@ method, under the same version, on another process of the transcript.
 
 A process opened with the 2025-era handshake (`initialize`) is excused: VER-05 lets a dual-era
 server keep that process in the old era, and what it refuses then is the handshake's business.
+So is a process the server has already served by 2025-era rules (`legacy_context`: a claim-less
+request answered with a legacy result pins it, as META-04's heuristic says). The broader dual-era
+excuse (`dual_era_excuses`: any earlier frame that *could* be read as 2025-era) does not apply:
+a frame the server refused (an error, nothing served) opens no era, and a process that is then
+locked out of the modern era is the very violation (OWN_ERA_POLICY tells `judge` so).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from fuzz.oracle.facts import describe, is_modern_version
 from fuzz.oracle.model import Violation, rule
 from targets import wire
 
+#: Rules that judge dual-era targets by their own era policy, not by `dual_era_excuses`.
+OWN_ERA_POLICY: Final = frozenset({"SL-2"})
 #: The refusals an era lock answers with: "not a valid request here" and "unsupported version".
 ERA_ERRORS: Final = frozenset({wire.INVALID_REQUEST, wire.UNSUPPORTED_PROTOCOL_VERSION})
 
