@@ -111,17 +111,19 @@ class Prepared:
     # The era probe's reading of the catalogue (every list, every page): the report's catalogue
     # section is measured from it, no request of its own. Not carried to worker processes.
     probed: ProbeResult | None = None
+    discover: dict[str, Any] | None = None  # see Context.discover
 
     def context(self) -> Context:
         return Context(
             transport=self.spec.transport, era=self.era, fresh_processes=self.fresh_processes,
             surface=self.surface, target=self.spec.text, mutations=self.mutations, dual=self.dual,
+            discover=self.discover,
         )
 
     def dump(self) -> dict[str, Any]:
         return {"spec": self.spec.text, "isolate_network": self.spec.isolate_network, "era": self.era, "surface": asdict(self.surface),
                 "fresh_processes": self.fresh_processes, "detail": self.detail, "mutations": list(self.mutations),
-                "dual": self.dual}
+                "dual": self.dual, "discover": self.discover}
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> Prepared:
@@ -133,7 +135,7 @@ class Prepared:
         spec = parse_target(data["spec"], allow_remote=True, isolate_network=bool(data.get("isolate_network")))
         return cls(spec, data["era"], Surface(**s),
                    data["fresh_processes"], data.get("detail", ""), tuple(data.get("mutations", ())),
-                   bool(data.get("dual", False)))
+                   bool(data.get("dual", False)), discover=data.get("discover"))
 
 
 @dataclass(slots=True)
@@ -249,7 +251,15 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
         endpoint.close()
     detail = f"{result.era} era ({result.detection})" if result.detection else f"{result.era} era"
     return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual",
-                    probed=result)
+                    probed=result, discover=_discover_result(result))
+
+
+def _discover_result(result: ProbeResult) -> dict[str, Any] | None:
+    """The probe's DiscoverResult as the oracle reads one (None when discover was not answered)."""
+    if not result.versions or result.capabilities is None:
+        return None
+    return {"resultType": "complete", "supportedVersions": list(result.versions),
+            "capabilities": dict(result.capabilities)}
 
 
 # --- where results go ---

@@ -120,6 +120,15 @@ def missing_meta_32601(db: Path, bugs: tuple[str, ...]) -> bool:
         return resp["error"]["code"] == wire.METHOD_NOT_FOUND
 
 
+def era_lock(db: Path, bugs: tuple[str, ...]) -> bool:
+    """A malformed _meta first, then a valid discover on the same process: refused only by the mutant."""
+    with _stdio(db, bugs) as s:
+        first, _ = s.call({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": "x"}})
+        assert first["error"]["code"] == wire.INVALID_PARAMS
+        resp, _ = s.call(wire.build_request(2, "server/discover"))
+        return "error" in resp and resp["error"]["code"] == wire.INVALID_REQUEST
+
+
 def unsupported_version_no_data(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         resp, _ = s.call(wire.build_request(1, "server/discover", version="1900-01-01"))
@@ -360,6 +369,7 @@ CHECKS: dict[str, Check] = {
     "unsigned-request-state": unsigned_request_state,
     "list-input-required": list_input_required,
     "missing-meta-32601": missing_meta_32601,
+    "era-lock": era_lock,
     "unsupported-version-no-data": unsupported_version_no_data,
     "exit-on-newline": exit_on_newline,
     "list-changes-after-call": list_changes_after_call,

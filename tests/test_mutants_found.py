@@ -36,6 +36,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "missing-meta-32601": ("stdio", "framing", 20, "meta-missing*"),
     "unsupported-version-no-data": ("stdio", "framing", 20, "meta-version-unsupported"),
     "exit-on-newline": ("stdio", "framing", 20, "blank-line"),
+    "era-lock": ("stdio", "framing", 20, "meta-not-object"),
     "list-changes-after-call": ("stdio", "lists", 30, ""),
     "serverinfo-top-level": ("stdio", "valid", 20, ""),
     "reply-to-notification": ("stdio", "framing", 20, "unknown-notification"),

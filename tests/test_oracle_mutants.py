@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_oracle_reference import record, show
+from test_oracle_reference import Recorder, record, show, stdio_conn
 
 from fuzz.oracle import judge
+from targets import wire
+from targets.transcript import Transcript
 
 # Each mutant, the transport its bug lives on, and the rule the oracle must report for it.
 MUTANTS = [
@@ -51,3 +53,22 @@ def test_mutant_is_reported_under_its_rule(tmp_path: Path, bug: str, transport: 
     duty, _, probe_rule = rule_id.partition("<")
     hits = [v for v in found if v.rule == duty and (not probe_rule or v.probe_rule == probe_rule)]
     assert hits, f"--bug {bug}: expected {rule_id}, got:\n" + show(found, transcript)
+
+
+@pytest.mark.parametrize("bug", ["era-lock", None])
+def test_era_lock_is_sl_2_on_the_mutant_and_silent_on_the_reference(tmp_path: Path, bug: str | None) -> None:
+    """A malformed _meta, then valid discovers on the same real process, judged with the DiscoverResult
+    a fresh process gave (as a campaign's start-of-run probe does): SL-2 once on the mutant, nothing
+    on the reference."""
+    fresh = Transcript("mcp-gauntlet serve", "stdio")
+    with stdio_conn(fresh, tmp_path / "f.sqlite3") as conn:
+        discover = Recorder(conn).ask(wire.build_request(1, "server/discover"))["result"]
+    transcript = Transcript("mcp-gauntlet serve", "stdio")
+    with stdio_conn(transcript, tmp_path / "m.sqlite3", *([bug] if bug else [])) as conn:
+        rec = Recorder(conn)
+        rec.ask({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": "x"}})
+        rec.ask(wire.build_request(2, "server/discover"))
+        rec.ask(wire.build_request(3, "tools/list"))
+    found = [v for v in judge(transcript, discover=discover) if v.rule == "SL-2"]
+    assert [(v.strength, v.method) for v in found] == ([("MUST", "server/discover")] if bug else []), \
+        show(found, transcript)

@@ -779,6 +779,60 @@ def _(broken: bool) -> Crafter:
     return c
 
 
+# SL-2: the era lock (a bad frame switches the process out of the modern era)
+ERA_LOCK = "this connection serves the handshake protocol era"
+
+
+def _locked(broken: bool, *, opener: bool = False) -> Crafter:
+    c = stdio()
+    if opener:
+        c.exchange({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}},
+            ok(0, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}))
+    c.exchange({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": "x"}},
+               err(1, wire.INVALID_PARAMS))
+    c.exchange(req(2, "server/discover"),
+               wire.build_error(2, wire.INVALID_REQUEST, ERA_LOCK) if broken else ok(2, {**DISCOVER, "_meta": INFO}))
+    return c
+
+
+@case("SL-2", "valid discover refused with an era error after a malformed _meta")
+def _(broken: bool) -> tuple[Crafter, dict[str, Any]]:
+    return _locked(broken), {"discover": DISCOVER}
+
+
+def test_sl_2_needs_proof_that_a_fresh_process_serves_it() -> None:
+    """Without a DiscoverResult (given or seen) the refusal may be the server's answer anywhere."""
+    assert "SL-2" not in {v.rule for v in judge(_locked(True).transcript)}
+    found = [v for v in judge(_locked(True).transcript, discover=DISCOVER) if v.rule == "SL-2"]
+    assert [(v.strength, v.method) for v in found] == [("MUST", "server/discover")], found
+
+
+def test_sl_2_excuses_a_process_opened_with_initialize() -> None:
+    """VER-05: a dual-era server may keep a process opened by the handshake in the old era."""
+    assert "SL-2" not in {v.rule for v in judge(_locked(True, opener=True).transcript, discover=DISCOVER)}
+
+
+def test_sl_2_holds_on_a_dual_era_target_unless_the_process_was_served_by_2025_rules() -> None:
+    """A refused bad frame opens no era, so the broad dual-era excuse does not cover the lock; a
+    claim-less request served with a legacy result does pin the process (META-04's heuristic)."""
+    assert "SL-2" in {v.rule for v in judge(_locked(True).transcript, discover=DISCOVER, dual=True)}
+    c = stdio()
+    c.exchange(bare(1, "tools/list"), ok(1, {"tools": []}))
+    c.exchange(req(2, "server/discover"), wire.build_error(2, wire.INVALID_REQUEST, ERA_LOCK))
+    assert "SL-2" not in {v.rule for v in judge(c.transcript, discover=DISCOVER, dual=True)}
+
+
+def test_sl_2_is_silent_when_the_first_request_was_valid_and_reports_a_locked_process_once() -> None:
+    c = stdio()
+    c.exchange(req(1, "tools/list"), ok(1, LIST_OK))
+    c.exchange(req(2, "server/discover"), wire.build_error(2, wire.INVALID_REQUEST, ERA_LOCK))
+    assert "SL-2" not in {v.rule for v in judge(c.transcript, discover=DISCOVER)}
+    c = _locked(True)
+    c.exchange(req(3, "server/discover"), wire.build_error(3, wire.INVALID_REQUEST, ERA_LOCK))
+    assert [v.rule for v in judge(c.transcript, discover=DISCOVER)].count("SL-2") == 1
+
+
 # HDR-01 / 02 / 03 / 05
 def _with_headers(msg: dict[str, Any], **changes: str | None) -> dict[str, str]:
     headers = wire.http_headers(msg)

@@ -6,7 +6,7 @@
 Pure code: no I/O, no processes, no asyncio, no locust; safe to import from Locust users.
 Each rule module is named after the DIGEST section it covers: framing (RPC-*), meta (META-*,
 DISC-08), results (RT-*, CACHE-*, DISC-01/04/07), primitives (TOOL-02, TOOL-11, PR-01), mrtr
-(MRTR-*), stdio (STDIO-*, RPC-02), http (HTTP-*, HDR-*, SL-10), errors (RES-04, ERR-*), expect
+(MRTR-*), stdio (STDIO-*, RPC-02), stateless (SL-2), http (HTTP-*, HDR-*, SL-10), errors (RES-04, ERR-*), expect
 (caller expectations and liveness). `craft` builds small transcripts by hand.
 """
 

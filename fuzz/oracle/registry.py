@@ -15,6 +15,7 @@ from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, r
 from fuzz.oracle.auth import refused_by_auth  # (registers AUTH-01..13)
 from fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses
 from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
+from fuzz.oracle.stateless import OWN_ERA_POLICY  # (registers SL-2)
 from targets.transcript import Event, Transcript
 
 ERAS: tuple[Era, ...] = ("modern", "legacy")
@@ -92,7 +93,7 @@ def _excused_by_era(x: Exchange, v: Violation) -> bool:
     """Whether a modern-only rule's violation sits on a frame the dual-era policy lets the server
     read by 2025-era rules (rules that hold in both eras judge such frames as they are)."""
     rule = RULES.get(v.rule)
-    if rule is None or "legacy" in rule.eras or v.event_index is None:
+    if rule is None or "legacy" in rule.eras or v.event_index is None or v.rule in OWN_ERA_POLICY:
         return False
     i = v.event_index
     send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)

@@ -36,6 +36,9 @@ class Context:
     # The probe said "dual": the target also serves the legacy era, so frames outside the modern
     # protocol (legacy methods, no version claim or header) may be served by 2025-era rules.
     dual: bool = False
+    # The start-of-run probe's DiscoverResult (its versions and capabilities), or None: what the
+    # oracle compares a process's later answers with (SL-2: a locked process discovers nothing).
+    discover: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

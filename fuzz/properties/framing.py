@@ -109,6 +109,12 @@ def endpoint_method(name: str) -> list[Step]:
                        http_method=ENDPOINT_METHODS[name])]
 
 
+#: Mutations sent as the first frame of a fresh process (see FramingProperty._build): a `_meta`
+#: that is not an object is how a client without the 2026-07-28 envelope opens, and a server that
+#: then serves the process in the handshake era refuses the sentinel (SL-2).
+FIRST_FRAME_PROBES = frozenset({"meta-not-object"})
+
+
 _CATALOGUE_CACHE: dict[tuple[str, tuple[str, ...]], st.SearchStrategy[list[Step]]] = {}
 #: Malformed frames that need a live server's state; the mrtr property plays those for real.
 _SKIP_LEVELS = frozenset({"retry"})
@@ -209,7 +215,9 @@ class FramingProperty(Property):
     coverage_batch = 3  # as many malformed transmissions as a random example sends at most
 
     def combine(self, probes: list[Probe]) -> Case:
-        return self._build("int", [p.parts for p in probes])
+        # An era-lock probe goes first, so its frame is the first its (fresh) process reads.
+        ordered = sorted(probes, key=lambda p: p.name not in FIRST_FRAME_PROBES)
+        return self._build("int", [p.parts for p in ordered])
 
     def cases(self, ctx: Context) -> st.SearchStrategy[Case]:
         frames = malformed_frames(ctx.transport, ctx.mutations)
@@ -260,7 +268,10 @@ class FramingProperty(Property):
             for step in frames:
                 b.add(replace(step, group=group, bind=list(step.bind)))
             b.sentinel(0)
-        return b.build(warm=[0])
+        # SL-2 (the era lock): a server that picks a process's era from its first request can only
+        # show it when a malformed _meta is that first request, so such a case takes a fresh process.
+        first = items[0][0].mutation if items and items[0] else None
+        return b.build(warm=[] if first in FIRST_FRAME_PROBES else [0])
 
 
 PROPERTY = FramingProperty()

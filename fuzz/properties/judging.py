@@ -21,7 +21,7 @@ def oracle_judge(run: Run, ctx: Context) -> list[Violation]:
     from fuzz.oracle import judge
 
     return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run),
-                      dual=bool(getattr(ctx, "dual", False))))
+                      dual=bool(getattr(ctx, "dual", False)), discover=getattr(ctx, "discover", None)))
 
 
 def _oracle_era(era: str) -> str:

@@ -59,6 +59,9 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "the -32022 error omits data.supported and data.requested"),
     Mutant("exit-on-newline", ("RPC-01",), "stdio",
            "an empty line on stdin (a frame that breaks STDIO-02) is mistaken for end of input and the server exits"),
+    Mutant("era-lock", ("SL-2",), "stdio",
+           "after a request whose _meta is not an object the process refuses every later request with "
+           "-32600 (\"serves the handshake protocol era\"), as the official Python SDK's stdio server does"),
     Mutant("list-changes-after-call", ("TOOL-02",), "any",
            "after any tools/call the process adds an `undo_last_call` tool to its tools/list"),
     Mutant("serverinfo-top-level", ("DISC-04",), "any",

@@ -201,6 +201,8 @@ class Core:
         self._b_session = "http-session-id" in bugs
         self._b_200_mismatch = "http-200-header-mismatch" in bugs
         self._b_200_unknown = "http-200-unknown-method" in bugs
+        self._b_era_lock = "era-lock" in bugs
+        self._era_locked = False  # the era-lock mutant: set by the first malformed _meta
         self._remembered: dict[str, Any] = {}
         self._called_tool = False
         self._tool_lists_served = 0  # the tools-list-reordered mutant answers every other list reversed
@@ -337,6 +339,13 @@ class Core:
 
     def _context(self, rid: Any, method: str, params: Any, http: HttpInfo | None) -> Ctx:
         """Check `_meta`, headers, version and logLevel (in that order) and build the Ctx."""
+        if self._b_era_lock:
+            # The bug (SL-2): a malformed _meta is taken for a handshake-era client, and the
+            # process then refuses every modern request as if the connection were a session.
+            if type(params) is dict and "_meta" in params and type(params["_meta"]) is not dict:
+                self._era_locked = True
+            elif self._era_locked:
+                raise RpcError(INVALID_REQUEST, "Invalid request: this process serves the handshake protocol era")
         meta = params.get("_meta") if type(params) is dict else None
         version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
         caps = meta.get(META_CLIENT_CAPABILITIES) if type(meta) is dict else None
