@@ -78,6 +78,7 @@ class StdioConnection(Connection):
         self.line_cap = line_cap
         self.close_grace = close_grace
         self._out_fd = process.popen.stdout.fileno()
+        self._read_into = bytearray(READ_CHUNK)
         self._in_fd: int | None = process.popen.stdin.fileno()
         os.set_blocking(self._out_fd, False)
         os.set_blocking(self._in_fd, False)
@@ -258,26 +259,30 @@ class StdioConnection(Connection):
     def _read_available(self) -> None:
         for _ in range(64):  # bounded: at most 64 MiB per call, then let the caller look
             try:
-                chunk = os.read(self._out_fd, READ_CHUNK)
+                size = os.readv(self._out_fd, [self._read_into])
             except BlockingIOError:
                 return
             except OSError as exc:
                 self._record("error", proc=self.proc, note=f"reading stdout failed: {exc.strerror or exc}")
                 self._on_eof()
                 return
-            if not chunk:
+            if not size:
                 self._on_eof()
                 return
-            self._feed(chunk)
-            if len(chunk) < READ_CHUNK:
+            self._feed(self._read_into, size)
+            if size < READ_CHUNK:
                 return
 
-    def _feed(self, chunk: bytes) -> None:
+    def _feed(self, chunk: bytes | bytearray, size: int) -> None:
+        """The first `size` bytes of `chunk`, split into lines. `chunk` is the connection's one read
+        buffer: reads of every length land in it, so a huge line read in many partial reads
+        allocates nothing per read (a bytes per read leaves the allocator with buffers of as many
+        sizes; the 256 MiB-line test once saw the harness at 327 MB on a loaded CI machine)."""
         cap = self.line_cap
         pos = 0
-        size = len(chunk)
+        view = memoryview(chunk)
         while pos < size:
-            nl = chunk.find(b"\n", pos)
+            nl = chunk.find(b"\n", pos, size)
             end = size if nl == -1 else nl
             if self._discarding:
                 self._discard_len += end - pos
@@ -285,12 +290,12 @@ class StdioConnection(Connection):
                 self._discarding = True
                 head = bytes(self._buf[:OVERSIZE_HEAD])
                 if len(head) < OVERSIZE_HEAD:
-                    head += chunk[pos : pos + OVERSIZE_HEAD - len(head)]
+                    head += chunk[pos : min(size, pos + OVERSIZE_HEAD - len(head))]
                 self._discard_head = head
                 self._discard_len = len(self._buf) + (end - pos)
                 self._buf.clear()
             else:
-                self._buf += chunk[pos:end]
+                self._buf += view[pos:end]
             if nl == -1:
                 return
             pos = nl + 1

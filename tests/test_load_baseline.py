@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from load import capacity
 from tests.test_load_timeouts import start_slow_server
 
@@ -26,6 +28,10 @@ def run(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     return proc, (json.loads(path.read_text()) if path.is_file() else {})
 
 
+# Nightly, where it runs alone: on a CI runner that runs two test files at once, the overall p99
+# of 2,000 samples moved by more than the default 20% between two identical runs (the p99 of a
+# 5 s run is scheduling noise there); the comparison is not yet noise-aware (issue 20 stays open).
+@pytest.mark.nightly
 def test_two_identical_runs_pass_against_each_other(tmp_path: Path) -> None:
     first, _ = run(tmp_path / "a")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr
