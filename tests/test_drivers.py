@@ -311,7 +311,7 @@ def test_two_processes_in_one_transcript_get_their_own_numbers() -> None:
 
 
 def test_stdio_pool_hides_start_up_cost() -> None:
-    slow_start = "import time; time.sleep(2.0)\n" + ECHO  # wide margins: CI runs two test files at once
+    slow_start = "import time; time.sleep(2.0)\n" + ECHO  # wide margins: a loaded CI machine
     spec = parse_target(f"stdio:{PY} -c {shlex.quote(slow_start)}")
 
     def first_answer(conn: StdioConnection) -> float:

@@ -28,9 +28,9 @@ def run(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     return proc, (json.loads(path.read_text()) if path.is_file() else {})
 
 
-# Nightly, where it runs alone: on a CI runner that runs two test files at once, the overall p99
-# of 2,000 samples moved by more than the default 20% between two identical runs (the p99 of a
-# 5 s run is scheduling noise there); the comparison is not yet noise-aware (issue 20 stays open).
+# Nightly, where it runs alone: on a loaded machine (two test files at once, or helpers beside the
+# suite) the overall p99 of 2,000 samples moved by more than the default 20% between two identical
+# runs (the p99 of a 5 s run is scheduling noise there); the comparison is not yet noise-aware.
 @pytest.mark.nightly
 def test_two_identical_runs_pass_against_each_other(tmp_path: Path) -> None:
     first, _ = run(tmp_path / "a")
