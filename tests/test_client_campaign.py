@@ -55,7 +55,9 @@ def test_a_hostile_case_is_survived_and_read_right_by_the_reference_client() -> 
     case = ClientCase(plays={
         "tools/call": [Play("result", result=ir, before=["stdout-noise", "frame-split", "response-null-id",
                                                           "response-unknown-id", "server-request"], duplicate=True)],
-        "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=0.2)],
+        # Held 1 s: the reuse-id mutant's second request (its own thread, its own connection) must be
+    # sent while this one is in flight; 0.2 s was once too short on a loaded CI machine.
+    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=1.0)],
         "prompts/get": [Play("error", code=-32022, message="x", data={"supported": ["2026-07-28"]})],
         "resources/read": [Play("result", result={"resultType": "partial", "contents": []},
                                 probe="result-unknown-resulttype")],
@@ -163,7 +165,9 @@ _HTTP_CASE = ClientCase(plays={
         {"name": "héllo", "inputSchema": {"type": "object"}}]})],  # Mcp-Name must go base64 (HDR-06)
     "tools/call": [Play("result", sse=True, result={
         "resultType": "input_required", "inputRequests": {"a": {"method": "roots/list"}}, "requestState": "zz"})],
-    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=0.2)],
+    # Held 1 s: the reuse-id mutant's second request (its own thread, its own connection) must be
+    # sent while this one is in flight; 0.2 s was once too short on a loaded CI machine.
+    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=1.0)],
     "prompts/get": [Play("error", code=-32022, message="x", data={"supported": ["2026-07-28"]})],
 })
 
