@@ -36,7 +36,7 @@ from targets.connection import (
 from targets.fork_server import ForkServer, start_fork_server
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
-from targets.transcript import REUSED_NOTE, Transcript
+from targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Transcript
 from targets.transports import STDIO
 
 READ_CHUNK: Final = 1024 * 1024
@@ -121,8 +121,11 @@ class StdioConnection(Connection):
         reply to an earlier case can only carry one of those, so any other unexplained id is this
         case's finding, not a leftover."""
         self._carried = _unanswered_ids(self.transcript, self.proc, getattr(self, "_carried", []))
+        self._era_open = getattr(self, "_era_open", False) or _sent_unclaimed_era(self.transcript, self.proc)
         if not note:
-            note = f"{shlex.join(self.process.argv)} {REUSED_NOTE} outstanding={orjson.dumps(self._carried[-64:]).decode()}"
+            era = f" {ERA_OPEN_NOTE}" if self._era_open else ""
+            note = (f"{shlex.join(self.process.argv)} {REUSED_NOTE}{era} "
+                    f"outstanding={orjson.dumps(self._carried[-64:]).decode()}")
         self.transcript = transcript
         self._procs = set()
         self._last_send = None
@@ -545,6 +548,13 @@ class StdioPool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _sent_unclaimed_era(transcript: Transcript, proc: int) -> bool:
+    """Whether `proc` was sent a request or notification that claimed no modern era (see
+    `wire.claims_modern_era`); frames that are not JSON-RPC messages at all open no era."""
+    return any(e.kind == "send" and e.proc == proc and isinstance(e.message, dict) and "method" in e.message
+               and not wire.claims_modern_era(e.message) for e in transcript.events)
 
 
 def _unanswered_ids(transcript: Transcript, proc: int, carried: list[Any]) -> list[Any]:

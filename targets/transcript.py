@@ -30,6 +30,9 @@ NOTIFICATION_KEEP: Final = 2048
 # In a spawn event's note: the process is a warm one that served earlier cases (the stdio pool's
 # rebind), so what it says first may still belong to one of them.
 REUSED_NOTE: Final = "(reused)"
+# After REUSED_NOTE: an earlier case sent this process a frame that claimed no 2026-07-28 era (an
+# initialize, a claim-less request): a dual-era server may have opened the process in the 2025 era.
+ERA_OPEN_NOTE: Final = "era-open"
 
 EventKind = Literal[
     "spawn",  # a process or HTTP instance came up; note = command line or URL

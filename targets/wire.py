@@ -209,6 +209,17 @@ def meta_of(msg: Any) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
+def claims_modern_era(msg: Any) -> bool:
+    """Whether a frame is a request or notification whose `_meta` names a 2026-07-28-or-later
+    protocolVersion. Deliberately coarse (no check of the rest of the envelope): the stdio driver
+    asks it of every frame a warm process was sent, so that a later case knows whether an earlier
+    one may have opened the process in the 2025 era (a dual-era server may keep it there)."""
+    if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
+        return False
+    version = meta_of(msg).get(META_PROTOCOL_VERSION)
+    return isinstance(version, str) and version >= MODERN_VERSION
+
+
 # --- HTTP headers (DIGEST 7.2, HDR-06) ---
 
 _B64_PREFIX: Final = "=?base64?"

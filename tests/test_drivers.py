@@ -350,6 +350,25 @@ def test_target_shared_process_is_reused_and_rebound() -> None:
     assert wait_gone(pgid, 3)
 
 
+def test_a_rebound_process_says_when_an_earlier_case_sent_it_a_frame_without_a_modern_claim() -> None:
+    """The spawn note of a warm process carries "era-open" once any earlier case sent it a request
+    claiming no 2026-07-28 version (a dual-era server may have opened it in the 2025 era; the later
+    transcript cannot show why), and keeps it for every later case; modern frames never set it."""
+    spec = parse_target(f"stdio:{PY} -c {shlex.quote(ECHO)}")
+    claimless = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    with Target(spec, prestart=0) as target:
+        notes = []
+        for frame in (wire.build_request(1, "x"), claimless, wire.build_request(3, "y"), wire.build_request(4, "z")):
+            t = transcript()
+            conn = target.connect(t, fresh=False)
+            assert conn.request(frame, timeout=10) is not None
+            conn.close()
+            notes.append(t.events[0].note)
+    assert "(reused)" not in notes[0]
+    assert "(reused) outstanding=" in notes[1]  # after one modern request: no era question
+    assert all("(reused) era-open outstanding=" in n for n in notes[2:]), notes
+
+
 HARNESS = textwrap.dedent(
     """
     import sys, time

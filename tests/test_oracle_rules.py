@@ -833,6 +833,24 @@ def test_sl_2_is_silent_when_the_first_request_was_valid_and_reports_a_locked_pr
     assert [v.rule for v in judge(c.transcript, discover=DISCOVER)].count("SL-2") == 1
 
 
+def test_sl_2_does_not_judge_requests_that_shared_an_id_in_flight() -> None:
+    """Recorded from the reference server (fuzz seed 1): after a frame with an embedded newline,
+    two discovers under one id in flight got one result and one -32600 "this id is in flight".
+    That refusal is RPC-05's right answer, not an era lock."""
+    c = stdio()
+    c.send(raw=b'{"jsonrpc":"2.0","id":0,"method":"\nserver/discover"}\n')
+    c.recv(err(None, wire.PARSE_ERROR))
+    c.recv(err(None, wire.PARSE_ERROR))
+    first, second = req(0, "server/discover"), req(0, "server/discover")
+    c.send(first)
+    c.send(second)
+    c.recv(ok(0, {**DISCOVER, "_meta": INFO}))
+    c.recv(wire.build_error(0, wire.INVALID_REQUEST, "a request with this id is in flight"))
+    assert "SL-2" not in {v.rule for v in judge(c.transcript, discover=DISCOVER)}
+    c.exchange(req(3, "server/discover"), wire.build_error(3, wire.INVALID_REQUEST, ERA_LOCK))
+    assert "SL-2" in {v.rule for v in judge(c.transcript, discover=DISCOVER)}
+
+
 # HDR-01 / 02 / 03 / 05
 def _with_headers(msg: dict[str, Any], **changes: str | None) -> dict[str, str]:
     headers = wire.http_headers(msg)

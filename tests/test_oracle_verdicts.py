@@ -196,3 +196,16 @@ def test_a_dual_era_process_opened_by_a_legacy_readable_frame_may_keep_to_that_e
     d.spawn()
     d.exchange(wire.build_request(1, "server/discover"), wire.build_error(1, wire.METHOD_NOT_FOUND, "Method not found"))
     assert [v.rule for v in judge(d.transcript, dual=True) if v.rule == "DISC-01"] == ["DISC-01"]
+
+
+def test_a_warm_process_an_earlier_example_opened_without_a_modern_claim_may_keep_to_that_era() -> None:
+    """The same -32601 on a warm process: the earlier example that sent the claim-less frame is in
+    another transcript, and only the driver's spawn note ("(reused) era-open") carries it over.
+    Without that note (every earlier frame claimed 2026-07-28) the warm process has no excuse."""
+    for note, expected in (("node server.js (reused) era-open outstanding=[]", []),
+                           ("node server.js (reused) outstanding=[]", ["DISC-01"])):
+        c = Crafter("stdio")
+        c.spawn(note)
+        c.exchange(wire.build_request(1, "server/discover"), wire.build_error(1, wire.METHOD_NOT_FOUND, "Method not found"))
+        assert [v.rule for v in judge(c.transcript, dual=True) if v.rule == "DISC-01"] == expected, note
+        assert [v.rule for v in judge(c.transcript) if v.rule == "DISC-01"] == ["DISC-01"], note  # modern-only target

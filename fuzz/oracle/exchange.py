@@ -40,7 +40,7 @@ from fuzz.oracle.facts import (
     valid_id,
 )
 from fuzz.oracle.model import Era, Expectation
-from targets.transcript import REUSED_NOTE, Event, Transcript
+from targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Event, Transcript
 from targets.transports import Transport
 
 OrphanReason = Literal["unknown-id", "duplicate", "null-id"]
@@ -91,6 +91,7 @@ class Exchange:
     late: list[int] = field(default_factory=list)  # unexplained replies on a reused process (REUSED_NOTE)
     outstanding: dict[int, set[tuple[str, str]]] = field(default_factory=dict)  # reused proc -> ids owed
     reused_procs: set[int] = field(default_factory=set)
+    era_open_procs: set[int] = field(default_factory=set)  # reused, and sent an era-less frame before (ERA_OPEN_NOTE)
     ambiguous: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)  # id-less recv -> candidates
     supported_versions: frozenset[str] | None = None  # union over discover results seen
     server_capabilities: dict[str, Any] | None = None  # union of keys over discover results seen
@@ -189,6 +190,13 @@ def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
                                        if other.proc == pair.proc and other.index < pair.index):
         return ("an earlier frame on this process could be read as 2025-era, and a dual-era server may "
                 "take that as the process's era (VER-05: legacy semantics scoped to the process)")
+    if x.transport.line_framed and pair.proc in x.era_open_procs:
+        # The frames of the earlier examples this warm process served are not in this transcript;
+        # the driver's note says one of them claimed no modern era. Seen on the TypeScript SDK:
+        # after a claim-less tools/list in one example, the next example's valid server/discover
+        # got -32601 on that process, while fresh processes serve it.
+        return ("an earlier example sent this process a frame that claimed no 2026-07-28 era, and a dual-era "
+                "server may take that as the process's era (VER-05: legacy semantics scoped to the process)")
     return None
 
 
@@ -268,6 +276,8 @@ def _pair_stdio(x: Exchange) -> None:
     for i, event in enumerate(x.events):
         if event.kind == "spawn" and REUSED_NOTE in event.note:
             x.reused_procs.add(event.proc)
+            if f"{REUSED_NOTE} {ERA_OPEN_NOTE}" in event.note:
+                x.era_open_procs.add(event.proc)
             outstanding = _outstanding_ids(event.note)
             if outstanding is not None:
                 x.outstanding[event.proc] = outstanding

@@ -20,6 +20,10 @@ request answered with a legacy result pins it, as META-04's heuristic says). The
 excuse (`dual_era_excuses`: any earlier frame that *could* be read as 2025-era) does not apply:
 a frame the server refused (an error, nothing served) opens no era, and a process that is then
 locked out of the modern era is the very violation (OWN_ERA_POLICY tells `judge` so).
+
+A request that shared its id with another one in flight on the process (the RPC-05 probe) is not
+judged: a -32600 "this id is in flight" is the right answer to one of them, and which frame an
+answer under that id belongs to cannot be known.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Final
 
 from fuzz.oracle.exchange import LEGACY_OPENERS, Exchange, Pair
 from fuzz.oracle.facts import describe, is_modern_version
+from fuzz.oracle.framing import in_flight_groups
 from fuzz.oracle.model import Violation, rule
 from targets import wire
 
@@ -60,12 +65,13 @@ def sl_2(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
     locked: set[int] = set()
     earlier: dict[int, list[Pair]] = {}
+    shared_id = {p.index for group in in_flight_groups(x) for p in group}
     for pair in x.pairs:
         before = earlier.setdefault(pair.proc, [])
         before.append(pair)
         if pair.proc in locked or any(p.method in LEGACY_OPENERS for p in before):
             continue
-        if not _valid_modern(x, pair):
+        if not _valid_modern(x, pair) or pair.index in shared_id:
             continue
         bad = next((p for p in before[:-1] if not _valid_modern(x, p)), None)
         if bad is None:

@@ -197,7 +197,10 @@ def _await_owed_replies(run: Run, conns: dict[int, Connection]) -> None:
 def _opened_legacy(run: Run, proc: int) -> bool:
     """Whether the case sent this process a 2025-era handshake (initialize): a dual-era server may
     scope the process to that era from then on (VER-05), so it must not serve later examples,
-    whose transcripts would not show why it answers by 2025 rules."""
+    whose transcripts would not show why it answers by 2025 rules. A request that merely claims no
+    modern version is too common (the framing probes) to retire a process over: the stdio driver
+    carries it into the next case's spawn note instead (ERA_OPEN_NOTE), and the oracle excuses
+    what a dual-era server may then answer by 2025 rules."""
     for k, step in enumerate(run.case.steps):
         if step.proc != proc or k not in run.sends:
             continue
