@@ -92,8 +92,9 @@ def test_a_process_that_exits_on_a_huge_frame_is_a_heuristic_a_small_one_a_must(
         c.send(wire.build_request(5, "tools/list", {"_meta": {"pad": "x" * pad}}))
         c.closed()
         c.exit(0, "exited by itself")
-        found = [(v.rule, v.strength, v.title) for v in judge(c.transcript)]
-        assert found == [("RPC-01", strength, "request never answered")], (pad, found)
+        found = [(v.rule, v.strength, v.title, v.reaction) for v in judge(c.transcript)]
+        assert found == [("RPC-01", strength, "request never answered", "the process exited before answering")], (
+            pad, found)
 
 
 def test_a_timeout_is_read_by_its_ref_never_by_its_note() -> None:
@@ -105,8 +106,8 @@ def test_a_timeout_is_read_by_its_ref_never_by_its_note() -> None:
         s = c.send(wire.build_request(2, "tools/list"))
         c.timeout("whatever the driver wrote", ref=s)
         found = judge(c.transcript)
-        assert [(v.rule, v.strength, v.title, v.event_index) for v in found] == [
-            ("RPC-01", "SHOULD", "request never answered", s)], (transport, found)
+        assert [(v.rule, v.strength, v.title, v.reaction, v.event_index) for v in found] == [
+            ("RPC-01", "SHOULD", "request never answered", "no reply before the deadline", s)], (transport, found)
         # A timeout that waited for another frame says nothing about this one.
         c = Crafter(transport)
         c.spawn()

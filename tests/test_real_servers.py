@@ -10,6 +10,8 @@ seeds and small budgets against the example servers in `tests/servers/`) runs he
 - every committed replay file, run with the command the README prints for it from the project
   root, still fails (exit 1) under its rule, five attempts out of five (never flaky);
 - a committed replay file whose server is missing exits 2 ("could not run"), never 1;
+- together they find exactly the verdicts (server, duty, reaction, strength) judged by hand in
+  `tests/real_servers/expected.json`, and the committed findings.json says the same;
 - the README section is what `tests/real_servers/findings.json` renders: one row per bug of each
   server (grouped by root cause, not by method, transport or campaign).
 
@@ -93,6 +95,15 @@ def test_campaign_finds_its_deviations(outcomes: dict[str, Outcome], campaign: C
     assert not wrong, f"{campaign.name} reported what it must not:\n" + _describe(o)
 
 
+def test_the_campaigns_find_exactly_the_judged_verdicts(outcomes: dict[str, Outcome]) -> None:
+    """The corpus (expected.json, each verdict judged by hand against the server's transcripts):
+    a campaign that loses a bug or files a new one fails here, with the lines that changed."""
+    changed = regenerate.verdict_diff(regenerate.found_verdicts(list(outcomes.values())),
+                                      set(regenerate.expected_verdicts()))
+    assert not changed, "the real-server verdicts changed against tests/real_servers/expected.json:\n" + \
+        "\n".join(changed) + "\njudge each against the transcripts and update expected.json by hand"
+
+
 def test_legacy_server_is_probed_legacy_and_never_judged_by_modern_rules(outcomes: dict[str, Outcome]) -> None:
     (campaign,) = [c for c in CAMPAIGNS if c.legacy]
     assert regenerate.probe_era(campaign)["era"] == "legacy"
@@ -128,6 +139,19 @@ def test_committed_replay_targets_work_from_any_clone() -> None:
         assert doc["cwd"] == "../../.." and (ROOT / f["repro"]).parent.joinpath(doc["cwd"]).resolve() == ROOT
         assert doc["timeouts"] == {"answer": regenerate.CAMPAIGN_TIMEOUT, "start": regenerate.CAMPAIGN_TIMEOUT}
         assert doc["command"] and not any("/work/" in arg for arg in doc["command"]), doc["command"]
+
+
+def test_the_committed_findings_are_the_judged_corpus() -> None:
+    """findings.json (what the README shows) says what expected.json says, and every expected
+    verdict carries the note of whoever judged it."""
+    doc = json.loads(regenerate.EXPECTED.read_text())
+    entries = [(server, e) for server, listed in doc["servers"].items() for e in listed]
+    assert all(isinstance(e.get("judged"), str) and e["judged"].strip() for _, e in entries), entries
+    expected = regenerate.expected_verdicts()
+    assert len(expected) == len(entries), "a verdict is listed twice in expected.json"
+    committed = {regenerate.verdict_key(f) for f in _committed()}
+    diff = regenerate.verdict_diff(committed, set(expected))
+    assert not diff, "findings.json and expected.json disagree:\n" + "\n".join(diff)
 
 
 def test_one_row_per_bug_of_each_server() -> None:

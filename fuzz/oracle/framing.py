@@ -127,9 +127,11 @@ def unanswered(x: Exchange) -> list[Violation]:
         strength: Strength = "MUST" if proof else "SHOULD"
         if _after_large_frame(x, pair):
             strength = "HEURISTIC"
+        # A process that died is a crash to fix, silence on a live one a dropped frame: two bugs.
+        reaction = "the process exited before answering" if proof else "no reply before the deadline"
         out.append(Violation("RPC-01", strength, "request never answered", why,
                              pair.method, pair.index, probe=probe.mutation if probe else None,
-                             probe_rule=probe.rule if probe else None))
+                             probe_rule=probe.rule if probe else None, reaction=reaction))
     return out
 
 

@@ -7,8 +7,9 @@ Why a script: the README's table "What mcp-gauntlet finds in real servers" is a 
 servers nobody here wrote, so it must be what `mcp-gauntlet fuzz` found, never prose typed by
 hand. Each campaign below is a plain `mcp-gauntlet fuzz` with a fixed seed and budget, run from
 the project root against the example servers of `tests/servers/` (installed by
-`bash .ci/install-servers.sh`). What it finds becomes, per bug of each server (findings grouped by root cause: the server's duty
-broken, and the probe that provoked it or the behaviour; not by method, transport or campaign),
+`bash .ci/install-servers.sh`). What it finds becomes, per bug of each server (findings grouped as
+`fuzz` groups them: the server's duty broken and its reaction; not by probe, method, transport or
+campaign),
 one replay file in `tests/real_servers/repro/` (the smallest; gzip-compressed when large), one
 entry in `tests/real_servers/findings.json` listing every method, transport and campaign where it
 was seen, and one row of the README section between `<!-- real-servers:begin -->` and
@@ -25,7 +26,10 @@ To regenerate (about 15 minutes; every campaign): `python tests/real_servers/reg
 One campaign, outputs untouched: `python tests/real_servers/regenerate.py --only NAME --keep DIR`.
 
 `CAMPAIGNS` is also what `tests/test_real_servers.py` runs: each campaign lists the deviations
-(rule, strength, mutation) it must find, and those that it must never report.
+(rule, strength, mutation) it must find, and those that it must never report. Over all campaigns
+the verdicts (server, rule, reaction, strength) must be those of `expected.json`, judged by hand:
+a run that differs prints the lines that changed and counts them as problems, and the file is
+only ever updated by a person who has read the transcripts.
 """
 
 from __future__ import annotations
@@ -121,6 +125,10 @@ WHY: dict[tuple[str, str, str | None], str] = {
     ("MRTR-10", "HEURISTIC", "state-missing"):
         "a retry that leaves out the requestState it was given (the probe breaks MRTR-10, a client rule) "
         "is served anyway; DIGEST states no server reaction, so an observation",
+    ("SL-2", "MUST", None):
+        "after one request whose _meta is not an object, the process refuses every valid 2026-07-28 request "
+        "(-32600, \"this connection serves the handshake protocol era\") that a fresh process serves: the "
+        "process keeps context from an earlier request (SL-2 MUST NOT; DIGEST 15)",
     ("META-01", "MUST", None):
         "after serving requests with a supported protocolVersion, the process accepts an unsupported one "
         "that a fresh process refuses with -32022: earlier requests on the connection set the version "
@@ -225,18 +233,28 @@ HUGE = ("huge-frame", Expected("RPC-01", "HEURISTIC", "huge-frame"))
 NULL_ID = Expected("RPC-01", "SHOULD", "id-null", probe_rule="RPC-04")
 MRTR_05 = Expected("MRTR-05", "MUST")
 SL_3 = Expected("SL-3", "SHOULD")
+# The era lock: after a request whose _meta is not an object, a process of the Python SDK refuses
+# every valid 2026-07-28 request (-32600 "this connection serves the handshake protocol era").
+SL_2 = Expected("SL-2", "MUST")
+# The TypeScript SDK takes its first modern request's version as the process's: a later request
+# with an unsupported version is served, where a fresh process answers -32022.
+META_01 = Expected("META-01", "MUST")
 
 
 def _modern(server: str, *, extra: tuple[str, ...] = (), mrtr: tuple[Expected, ...] = (),
-            never: tuple[str, ...] = (), huge: bool = False, mrtr_examples: int = 8) -> tuple[Campaign, ...]:
-    """The stdio campaigns of one modern server: each silent drop, id discipline with valid calls
-    (a warm process: cheap), then the cross-process handoff and MRTR conversations (fresh
-    processes: costly, so few examples; their first examples are the probes that matter)."""
+            never: tuple[str, ...] = (), huge: bool = False, mrtr_examples: int = 8,
+            era: tuple[Expected, ...] = ()) -> tuple[Campaign, ...]:
+    """The stdio campaigns of one modern server: each silent drop, the era lock (a bad `_meta`,
+    then valid requests on that process), id discipline with valid calls (a warm process: cheap),
+    then the cross-process handoff and MRTR conversations (fresh processes: costly, so few
+    examples; their first examples are the probes that matter)."""
     frames = (*DROPS, HUGE) if huge else DROPS
     return (
         *(Campaign(f"{server}-stdio-{mutation}", server, "stdio", ("framing",), 2, SEED, mutations=(mutation,),
                    extra=extra, expected=(expected,), never=never, first_finding=True)
           for mutation, expected in frames),
+        Campaign(f"{server}-stdio-era", server, "stdio", ("framing",), 2, SEED, mutations=("meta-not-object",),
+                 extra=extra, expected=era, never=never, first_finding=True),
         Campaign(f"{server}-stdio-ids", server, "stdio", ("ids", "valid"), 40, SEED, extra=extra,
                  expected=(NULL_ID,), never=(*never, "RPC-05", "RPC-04", "RPC-11"), shrink_seconds=3.0),
         Campaign(f"{server}-stdio-mrtr", server, "stdio", ("handoff", "mrtr"), mrtr_examples, SEED, extra=extra,
@@ -249,12 +267,14 @@ def _modern(server: str, *, extra: tuple[str, ...] = (), mrtr: tuple[Expected, .
 NEVER_HTTP = ("HDR-02",)
 
 CAMPAIGNS: tuple[Campaign, ...] = (
-    *_modern("python-sdk", mrtr=(MRTR_05, SL_3)),
-    *_modern("fastmcp", mrtr=(MRTR_05, SL_3)),
+    *_modern("python-sdk", mrtr=(MRTR_05, SL_3), era=(SL_2,)),
+    *_modern("fastmcp", mrtr=(MRTR_05, SL_3), era=(SL_2,)),
     # The TypeScript SDK checks the capability itself and, with the shared key, keeps state across
     # processes: MRTR-05 and SL-3 must not appear. Its processes start fast: more MRTR examples.
-    *_modern("typescript-sdk", extra=("--state-key", TS_STATE_KEY), never=("MRTR-05", "SL-3"), huge=True,
+    *_modern("typescript-sdk", extra=("--state-key", TS_STATE_KEY), never=("MRTR-05", "SL-3", "SL-2"), huge=True,
              mrtr_examples=30),
+    Campaign("typescript-sdk-stdio-history", "typescript-sdk", "stdio", ("history",), 20, SEED,
+             extra=("--state-key", TS_STATE_KEY), expected=(META_01,), never=("SL-2",)),
     # A 2026-07-28 body without MCP-Protocol-Version (HDR-02), then valid calls over HTTP.
     Campaign("python-sdk-http", "python-sdk", "http", ("framing", "valid"), 12, SEED,
              mutations=("hdr-version-missing",), never=NEVER_HTTP, probe=True),
@@ -344,6 +364,49 @@ def group_key(row: dict[str, Any]) -> tuple[str, str, str]:
         return (row["server"], row["rule"], f"behaviour:{row['reaction']}")
     probe = probe_of(row)
     return (row["server"], row["rule"], f"probe:{probe}" if probe else f"behaviour:{row['title']}")
+
+
+# --- the expected verdicts (the corpus) ---
+
+EXPECTED = HERE / "expected.json"
+
+
+def verdict_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
+    """What the corpus pins of one bug: the server, the duty, the reaction (`group_key`'s third
+    part) and the strength. Where and how often it was seen may change; these may not."""
+    server, rule, reaction = group_key(row)
+    return (server, rule, reaction, row["strength"])
+
+
+def found_verdicts(outcomes: list[Outcome]) -> set[tuple[str, str, str, str]]:
+    """The bugs a set of campaigns found, merged per server as findings.json merges them (one bug
+    seen at two strengths counts at the stronger)."""
+    rows = [{"server": o.campaign.server, "rule": f["rule"], "strength": f["strength"], "title": f["title"],
+             "reaction": f.get("reaction"), "probe": probe_of(f), "mutation": f.get("mutation")}
+            for o in outcomes for f in o.findings]
+    strongest: dict[tuple[str, str, str], str] = {}
+    for r in rows:
+        key = group_key(r)
+        if key not in strongest or STRENGTH_ORDER.get(r["strength"], 9) < STRENGTH_ORDER.get(strongest[key], 9):
+            strongest[key] = r["strength"]
+    return {(*key, strength) for key, strength in strongest.items()}
+
+
+def expected_verdicts() -> dict[tuple[str, str, str, str], str]:
+    """The checked-in corpus: each expected bug with the note of the person who judged it."""
+    doc = json.loads(EXPECTED.read_text())
+    return {(server, e["rule"], f"behaviour:{e['reaction']}", e["strength"]): e["judged"]
+            for server, entries in doc["servers"].items() for e in entries}
+
+
+def verdict_diff(found: set[tuple[str, str, str, str]], expected: set[tuple[str, str, str, str]]) -> list[str]:
+    """Lines saying what changed against the corpus: a bug no longer found, a bug not in it."""
+    def show(k: tuple[str, str, str, str]) -> str:
+        server, rule, reaction, strength = k
+        return f"{server}: {strength} {rule} {reaction.removeprefix('behaviour:')}"
+
+    return ([f"lost:  {show(k)}" for k in sorted(expected - found)]
+            + [f"added: {show(k)}" for k in sorted(found - expected)])
 
 
 def probe_counts(row: dict[str, Any]) -> dict[str, int]:
@@ -483,12 +546,14 @@ def render(data: dict[str, Any]) -> str:
         "Campaigns with fixed seeds and budgets against the example servers in `tests/servers/` (a tool that",
         "asks for input by elicitation, a resource and a prompt on each), each a plain `mcp-gauntlet fuzz`.",
         "This section is generated by `python tests/real_servers/regenerate.py` from what those campaigns",
-        "found; `tests/test_real_servers.py` re-runs them and checks the section against",
-        "`tests/real_servers/findings.json`. Every finding was checked against the revision's rules: its",
-        "strength is what the spec supports (a `HEURISTIC` is a robustness judgement where the spec is",
-        "silent). One row per bug of each server, however many methods, transports and campaigns showed",
-        "it: `rule` is the server's duty that was broken, `probe` the malformed frame that provoked it",
-        "(and the rule that frame itself breaks). Reproduce one with the command in its row, run from the",
+        "found; `tests/test_real_servers.py` re-runs them in CI and fails, with the difference, when they",
+        "lose a bug or file a new one against `tests/real_servers/expected.json`: the corpus of verdicts",
+        "(server, duty, reaction, strength), each judged by hand once against the server's transcripts,",
+        "with the judgement written beside it. Its strength is what the spec supports (a `HEURISTIC` is a",
+        "robustness judgement where the spec is silent). One row per bug of each server, as `fuzz` groups",
+        "them: the server's duty (`rule`) and its reaction (`finding`), however many probes, methods,",
+        "transports and campaigns showed it; `probe` lists the malformed frames that provoked it",
+        "(and the rule each frame itself breaks). Reproduce one with the command in its row, run from the",
         "project root in the environment of the quick start's second command (the one that ran",
         "`bash .ci/install-servers.sh`; the replay file starts its server with `python` from PATH, from",
         "the project root, with the campaign's timeouts): exit status 1 means the recorded bug still",
@@ -677,6 +742,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.only:
             return 0
         data = collect(outcomes, server_versions())
+        changed = verdict_diff(found_verdicts(outcomes), set(expected_verdicts()))
+        for line in changed:
+            print(f"regenerate: against {EXPECTED.relative_to(ROOT)}: {line}", file=sys.stderr)
+        if changed:
+            print(f"regenerate: the verdicts changed: judge each line above against the server's transcripts "
+                  f"(tests/real_servers/repro/) and update {EXPECTED.relative_to(ROOT)} by hand", file=sys.stderr)
+        problems += len(changed)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
