@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lowest allowed versions: install every lower bound of pyproject.toml (.ci/constraints-lowest.txt)
 # into a second venv, .venv-lowest, and run a fast subset there, so that the ranges we declare are
-# ranges we have run. This venv also carries the extras whose caps keep them off the newest
-# Hypothesis (hjs: < 6.170.10, hypofuzz: < 6.157.1), so their tests run here.
+# ranges we have run. This venv also carries the hjs and hypofuzz extras, so their tests run on the
+# lowest Hypothesis here as .ci/extras-newest.sh runs them on the newest.
 # `-p no:locust`: Locust's pytest plugin would gevent-patch the test process (see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."

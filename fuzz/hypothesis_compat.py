@@ -8,6 +8,8 @@ each on the installed Hypothesis and fails loudly, naming what moved, instead of
 silently shrinking for ever or sharing one database key across targets.
 
 The supported range is pyproject.toml's (`hypothesis>=6.140.2`); CI runs the lowest and newest.
+One bridge lives elsewhere: strategies/hjs_inputs.adapt_hjs gives hypothesis-jsonschema the
+`many.more()` it expects (strategies may not import fuzz; tests/test_strategies_hjs_pin.py checks it).
 """
 
 from __future__ import annotations
@@ -191,6 +193,37 @@ def fuzzable_profile_under_hypofuzz() -> str | None:
                               database=settings.get_profile("default").database)
     settings.load_profile(HYPOFUZZ_PROFILE)
     return HYPOFUZZ_PROFILE
+
+
+def alias_slice_comments() -> bool:
+    """Let HypoFuzz 25.11.1 carry its explain-phase comments on a Hypothesis that renamed them.
+
+    Why: after shrinking a failure, HypoFuzz copies `shrink_target.slice_comments` onto the data
+    it replays; Hypothesis 6.157.1 renamed the field `span_comments`, so on any newer Hypothesis
+    the worker dies with AttributeError at its first failure and the hub never hears of it.
+    Capping Hypothesis in the extra would downgrade our users' Hypothesis to install HypoFuzz; a
+    read-and-write alias on the two classes, added only where the old name is missing, keeps the
+    comments and changes nothing that Hypothesis itself reads. Returns whether the alias is in place.
+    """
+    from dataclasses import fields, is_dataclass
+
+    from hypothesis.internal.conjecture.data import ConjectureData, ConjectureResult
+
+    if hasattr(ConjectureResult, "slice_comments"):
+        return True
+    names = {f.name for f in fields(ConjectureResult)} if is_dataclass(ConjectureResult) else set()
+    if "span_comments" not in names or "slice_comments" in names:
+        return False  # the old name is a real field (older Hypothesis) or both moved: leave it alone
+
+    def get(self: Any) -> Any:
+        return self.span_comments
+
+    def put(self: Any, value: Any) -> None:
+        self.span_comments = value
+
+    ConjectureResult.slice_comments = property(get)  # type: ignore[attr-defined]
+    ConjectureData.slice_comments = property(get, put)  # type: ignore[attr-defined]
+    return True
 
 
 def publish_hypofuzz_targets_early() -> bool:

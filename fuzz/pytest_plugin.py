@@ -44,9 +44,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Under HypoFuzz: fuzz even where CI=true made Hypothesis derandomize, and let the hub see
-    our (slow, process-spawning) tests from the start."""
-    from fuzz.hypothesis_compat import fuzzable_profile_under_hypofuzz, publish_hypofuzz_targets_early
+    our (slow, process-spawning) tests from the start, on every Hypothesis we support."""
+    from fuzz.hypothesis_compat import (
+        alias_slice_comments,
+        fuzzable_profile_under_hypofuzz,
+        in_hypofuzz_run,
+        publish_hypofuzz_targets_early,
+    )
 
+    if in_hypofuzz_run():
+        alias_slice_comments()
     fuzzable_profile_under_hypofuzz()
     publish_hypofuzz_targets_early()
 

@@ -12,10 +12,18 @@ for speed.
 
 When it is used: only for a tool schema that names one of `HJS_KEYWORDS`, has no `$ref` cycle
 (hypothesis-jsonschema cannot resolve recursive references), and only when hypothesis-jsonschema
-is installed (`pip install "mcp-gauntlet[hjs]"`) *and* works on the installed Hypothesis: 0.23.1
-calls `many.more()`, which Hypothesis removed in 6.170.10 (`HJS_BREAKS_AT`), so on newer
-Hypothesis this module says no and the compiler handles every schema, as before.
-tests/test_strategies_hjs_pin.py fails when that changes.
+is installed (`pip install "mcp-gauntlet[hjs]"`) and draws on the installed Hypothesis.
+
+Why an adapter rather than a cap: 0.23.1 (the newest release) drives Hypothesis' private
+`conjecture.utils.many` through `more()`/`reject()`; Hypothesis 6.170.10 turned
+`many` into a context manager iterated with `for`, so every object schema raises AttributeError.
+Capping Hypothesis in the extra would downgrade our users' Hypothesis by a dozen minor versions
+just to install it. Instead, where `many` has no `more`, `adapt_hjs` hands hypothesis-jsonschema
+(its module only, never Hypothesis itself) `_MoreMany`: the same continue-or-stop decisions, one
+weighted boolean per element on the running ConjectureData, so the choice sequence stays
+shrinkable. It is the one place outside fuzz/hypothesis_compat.py that meets a Hypothesis
+internal (only through the handle hjs already holds; strategies may not import fuzz). tests/test_strategies_hjs_pin.py checks on each
+installed Hypothesis that the adapter is used exactly where it is needed and that hjs then draws.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ from typing import Any
 from hypothesis import strategies as st
 
 HJS_KEYWORDS = frozenset({"not", "if", "then", "else", "dependentRequired", "dependentSchemas", "pattern"})
-HJS_BREAKS_AT = "6.170.10"  # first Hypothesis release hypothesis-jsonschema 0.23.1 fails on
 
 
 def _keywords(node: Any) -> set[str]:
@@ -74,6 +81,93 @@ def only_valid(schema: Any, strategy: st.SearchStrategy[Any]) -> st.SearchStrate
     return strategy.filter(validator.is_valid)
 
 
+def _p_continue(extra: float, room: float) -> float:
+    """The chance to draw one more element so that, beyond the minimum, `extra` more are expected
+    on average when at most `room` more fit: with continue-chance p and a cap of n the expected
+    count is p(1 - p^n)/(1 - p), which grows with p, so bisect for it (unbounded: p/(1 - p))."""
+    if extra <= 0 or room <= 0:
+        return 0.0
+    if room == float("inf"):
+        return extra / (1 + extra)
+    if extra >= room:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        p = (lo + hi) / 2
+        expected = p * (1 - p ** room) / (1 - p)
+        lo, hi = (p, hi) if expected < extra else (lo, p)
+    return lo
+
+
+class _MoreMany:
+    """`many` as hypothesis-jsonschema 0.23.1 calls it: `while elements.more(): ... reject()`.
+
+    Each `more()` is one boolean, weighted so the expected size is the requested average, forced
+    where the bounds decide it; a run of rejections ends the collection (or, below `min_size`,
+    the example), so a filter that keeps failing cannot loop for ever.
+    """
+
+    def __init__(self, data: Any, min_size: int, max_size: float, average_size: float, *,
+                 forced: int | None = None, observe: bool = True) -> None:
+        self.data, self.min_size, self.max_size, self.observe = data, min_size, max_size, observe
+        self.p_continue = _p_continue(average_size - min_size, max_size - min_size)
+        self.count = 0
+        self.rejections = 0
+        self.force_stop = False
+
+    def more(self) -> bool:
+        if self.min_size == self.max_size:
+            go = self.count < self.min_size
+        else:
+            forced: bool | None = None
+            if self.force_stop or self.count >= self.max_size:
+                forced = False
+            elif self.count < self.min_size:
+                forced = True
+            if (forced is True and self.p_continue <= 0) or (forced is False and self.p_continue >= 1):
+                go = forced  # a draw cannot be forced against certainty; the bounds decide
+            else:
+                go = self.data.draw_boolean(self.p_continue, forced=forced, observe=self.observe)
+        if go:
+            self.count += 1
+        return go
+
+    def reject(self, why: str | None = None) -> None:
+        self.count -= 1
+        self.rejections += 1
+        if self.rejections > max(3, 2 * self.count):
+            if self.count < self.min_size:
+                self.data.mark_invalid(why)
+            self.force_stop = True
+
+
+def adapt_hjs() -> bool:
+    """Give hypothesis-jsonschema a `many` with `more()` where Hypothesis no longer has one.
+    Returns whether the adapter is in use (False: hjs missing, or Hypothesis' own `many` fits)."""
+    try:
+        from hypothesis_jsonschema import _from_schema
+    except ImportError:
+        return False
+    current = _from_schema.cu
+    if isinstance(current, _AdaptedUtils):
+        return True
+    if hasattr(current.many, "more"):
+        return False
+    _from_schema.cu = _AdaptedUtils(current)
+    return True
+
+
+class _AdaptedUtils:
+    """Hypothesis' `conjecture.utils` as hypothesis-jsonschema sees it: `many` replaced, the rest its own."""
+
+    def __init__(self, utils: Any) -> None:
+        self._utils = utils
+        self.many = _MoreMany
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._utils, name)
+
+
 @functools.cache
 def hjs_works() -> bool:
     """hypothesis-jsonschema is importable and draws an object on the installed Hypothesis."""
@@ -81,6 +175,7 @@ def hjs_works() -> bool:
         import hypothesis_jsonschema
     except ImportError:
         return False
+    adapt_hjs()
     from hypothesis import HealthCheck, given, settings
 
     drawn: list[Any] = []

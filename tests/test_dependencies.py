@@ -69,15 +69,16 @@ def test_the_lowest_constraints_are_exactly_the_declared_lower_bounds():
     assert not missing, f"lower bounds not tested by .ci/constraints-lowest.txt: {missing}"
 
 
-def _dry_run_installs(tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """What pip would install (name -> version) to add this project to the running environment."""
+def _dry_run_installs(tmp_path: Path, env: dict[str, str] | None = None, extras: str = "") -> dict[str, str]:
+    """What pip would install (name -> version) to add this project (with `extras`, e.g. "[hjs]")
+    to the running environment."""
     import os
 
     import orjson
 
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), str(ROOT)],
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), f"{ROOT}{extras}"],
         capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -95,15 +96,17 @@ def test_installing_mcp_gauntlet_keeps_the_hypothesis_already_there(tmp_path: Pa
 
 
 @pytest.mark.slow
-def test_installing_mcp_gauntlet_keeps_a_newer_hypothesis_than_the_old_pin(tmp_path: Path):
+@pytest.mark.parametrize("extras", ["", "[hjs,hypofuzz]"], ids=["plain", "with-extras"])
+def test_installing_mcp_gauntlet_keeps_a_newer_hypothesis_than_the_old_pin(tmp_path: Path, extras: str):
     """A user's environment with a Hypothesis newer than any we have run (6.999.0: the index has
     none newer than the old pin 6.170.17, so its metadata is put first on sys.path, which is where
-    pip looks for installed distributions) keeps it: no pin or cap on Hypothesis makes pip swap it."""
+    pip looks for installed distributions) keeps it: no pin or cap on Hypothesis makes pip swap it,
+    the hjs and hypofuzz extras included (they once capped it at 6.170.10 and 6.157.1)."""
     site = tmp_path / "site"
     info = site / "hypothesis-6.999.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hypothesis\nVersion: 6.999.0\n")
     (info / "INSTALLER").write_text("pip\n")
     (info / "RECORD").write_text("")
-    installs = _dry_run_installs(tmp_path, env={"PYTHONPATH": str(site)})
+    installs = _dry_run_installs(tmp_path, env={"PYTHONPATH": str(site)}, extras=extras)
     assert "hypothesis" not in installs, f"pip would replace Hypothesis 6.999.0 with {installs['hypothesis']}"

@@ -1,7 +1,8 @@
 """The property suite under HypoFuzz, run as HypoFuzz's docs say: `hypothesis fuzz -- PYTEST_ARGS`.
 
-Needs the `hypofuzz` extra (HypoFuzz 25.11.1 works on Hypothesis >= 6.140.2, < 6.157.1), so it
-runs in CI's .venv-lowest (.ci/lowest.sh) and skips where HypoFuzz is absent or cannot work.
+Needs the `hypofuzz` extra, so it runs in CI's .venv-lowest (.ci/lowest.sh, Hypothesis 6.140.2)
+and .venv-extras (.ci/extras-newest.sh, the newest Hypothesis: HypoFuzz 25.11.1 works there only
+through fuzz/hypothesis_compat.alias_slice_comments) and skips where HypoFuzz is absent.
 Two runs, both bounded:
 - on a mutant (null ids accepted) HypoFuzz finds the bug and its hub stops by itself, saying so;
 - on the correct reference server it is still fuzzing after the hub's first 60 s check. Before

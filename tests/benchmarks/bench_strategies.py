@@ -1,10 +1,11 @@
 """Benchmark: valid frames per second, our compiler next to hypothesis-jsonschema, same schemas.
 
-Why this exists: strategies/compiler.py is ours instead of hypothesis-jsonschema because
-0.23.1 is broken on the Hypothesis this project pins (6.170.17: `many.more()` is gone) and
-cannot resolve recursive `$ref`. This script shows the other half of the argument by
+Why this exists: strategies/compiler.py is ours instead of hypothesis-jsonschema because 0.23.1
+cannot resolve recursive `$ref` (and runs on Hypothesis >= 6.170.10 only through
+strategies/hjs_inputs.adapt_hjs). This script shows the other half of the argument by
 measurement: on the very same schemas, run hypothesis-jsonschema under a Hypothesis it works
-with (installed into a throwaway venv under /tmp from PyPI) and compare throughput.
+with unaided (installed into a throwaway venv under /tmp from PyPI), so the adapter is not what
+is timed, and compare throughput.
 
 What is measured, per method of 2026-07-28 and for a few tool inputSchemas:
 - ours/frame: `valid_request(method)` (the frames the fuzzer sends, `_meta` pinned);
