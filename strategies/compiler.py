@@ -3,8 +3,8 @@
 Why our own compiler and not hypothesis-jsonschema: it cannot resolve recursive `$ref`, which
 every MCP request reaches through `ClientCapabilities -> JSONObject -> JSONValue`; it is 25-90x
 slower on the message schema; and version 0.23.1 reaches into a Hypothesis internal that
-6.170.10 removed (strategies/hjs_inputs.adapt_hjs bridges that for the optional tool-argument path). `tests/test_strategies_hjs_pin.py`
-fails loudly when that stops being true, and `tests/benchmarks/bench_strategies.py` measures both
+6.170.10 removed (strategies/hjs_inputs.adapt_hjs bridges that for the optional tool-argument
+path). `tests/test_strategies_hjs_pin.py` fails loudly when that stops being true, and `tests/benchmarks/bench_strategies.py` measures both
 on the same schemas (hypothesis-jsonschema under an older Hypothesis in a throwaway venv).
 
 Design, in the order it matters:

@@ -22,8 +22,9 @@ just to install it. Instead, where `many` has no `more`, `adapt_hjs` hands hypot
 (its module only, never Hypothesis itself) `_MoreMany`: the same continue-or-stop decisions, one
 weighted boolean per element on the running ConjectureData, so the choice sequence stays
 shrinkable. It is the one place outside fuzz/hypothesis_compat.py that meets a Hypothesis
-internal (only through the handle hjs already holds; strategies may not import fuzz). tests/test_strategies_hjs_pin.py checks on each
-installed Hypothesis that the adapter is used exactly where it is needed and that hjs then draws.
+internal (only through the handle hjs already holds; strategies may not import fuzz).
+tests/test_strategies_hjs_pin.py checks on each installed Hypothesis that the adapter is used
+exactly where it is needed and that hjs then draws.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class _MoreMany:
     """
 
     def __init__(self, data: Any, min_size: int, max_size: float, average_size: float, *,
-                 forced: int | None = None, observe: bool = True) -> None:
+                 observe: bool = True) -> None:
         self.data, self.min_size, self.max_size, self.observe = data, min_size, max_size, observe
         self.p_continue = _p_continue(average_size - min_size, max_size - min_size)
         self.count = 0

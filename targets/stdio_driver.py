@@ -97,6 +97,10 @@ class StdioConnection(Connection):
         # A shared connection (Target.connect(fresh=False)) outlives each user: close() only
         # detaches, and terminate() really ends it.
         self.shared = False
+        # What a rebind carries from case to case: ids still owed, and whether an earlier case
+        # sent a frame claiming no modern era (ERA_OPEN_NOTE).
+        self._carried: list[Any] = []
+        self._era_open = False
         self.proc = next_proc(transcript)
         self._record("spawn", proc=self.proc, note=note or shlex.join(process.argv))
 
@@ -120,8 +124,8 @@ class StdioConnection(Connection):
         The spawn note lists the ids still unanswered on this process (`outstanding=[...]`): a late
         reply to an earlier case can only carry one of those, so any other unexplained id is this
         case's finding, not a leftover."""
-        self._carried = _unanswered_ids(self.transcript, self.proc, getattr(self, "_carried", []))
-        self._era_open = getattr(self, "_era_open", False) or _sent_unclaimed_era(self.transcript, self.proc)
+        self._carried = _unanswered_ids(self.transcript, self.proc, self._carried)
+        self._era_open = self._era_open or _sent_unclaimed_era(self.transcript, self.proc)
         if not note:
             era = f" {ERA_OPEN_NOTE}" if self._era_open else ""
             note = (f"{shlex.join(self.process.argv)} {REUSED_NOTE}{era} "
