@@ -31,6 +31,7 @@ import signal
 import sys
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -381,6 +382,10 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
+#: How many of the latest generated examples `_JobState.reuse_warm` weighs.
+RECENT_EXAMPLES = 20
+
+
 @dataclass(slots=True)
 class _JobState:
     """What one job has spent and found so far, across its rounds."""
@@ -407,6 +412,9 @@ class _JobState:
     halted: str = ""  # the --stop-on-rule rule whose finding ended the job
     engine: list[Any] = field(default_factory=list)  # the running ConjectureRunner (hypothesis_compat)
     probes: list[ProbeOutcome] = field(default_factory=list)
+    # whether each of the latest examples of each kind failed (see reuse_warm)
+    recent_generated: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_EXAMPLES))
+    recent_aside: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_EXAMPLES))
 
     def time_left(self, now: float) -> bool:
         return now < self.hard_deadline
@@ -417,6 +425,21 @@ class _JobState:
 
     def may_aside(self, now: float) -> bool:
         return self.aside_seconds < self.shrink_budget and now < self.hard_deadline
+
+    def reuse_warm(self, fresh_per_example: int, *, aside: bool) -> bool:
+        """Whether an example may play on the warm process. A warm run that fails is played again
+        on fresh processes (so what Hypothesis shrinks is reproducible from the case alone): it
+        costs three processes or more where a fresh-only run costs two, and one that passes costs
+        one. So once a property that spawns per example has failed, its examples stay warm while
+        fewer than half of the recent ones of their kind (generated, or shrink candidates and
+        replays) failed (measured on the Python SDK server's history bug, a third was dearer);
+        shrink candidates start fresh-only, being near a failure."""
+        if not fresh_per_example or not self.failures:
+            return True
+        recent = self.recent_aside if aside else self.recent_generated
+        if aside and len(recent) < RECENT_EXAMPLES // 4:
+            return False
+        return 2 * sum(recent) < len(recent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,10 +543,8 @@ def run_job(
         aside = phase in ("reuse", "shrink", "split")
         t0 = time.monotonic()
         try:
-            # Once a property that spawns per example has failed, its examples (the shrink candidates
-            # above all) run on fresh processes only: a warm run would need a fresh confirmation
-            # whenever it fails, which costs more processes than it saves.
-            run, violations = play(case, reuse_now=not (prop.fresh_per_example and state.failures))
+            run, violations = play(case, reuse_now=state.reuse_warm(prop.fresh_per_example, aside=aside))
+            (state.recent_aside if aside else state.recent_generated).append(bool(violations))
             if aside:
                 if phase == "reuse":
                     state.replays += 1

@@ -104,6 +104,11 @@ class StdioEndpoint(Endpoint):
         self._pool.size = max(1, min(fresh_per_example + 1, 3)) if fresh_per_example else 1
         self._pool.fill()
 
+    @property
+    def fresh_taken(self) -> int:
+        """How many fresh processes this endpoint has handed out (what a benchmark divides by)."""
+        return self._pool.taken
+
     def fresh(self, transcript: Transcript) -> Connection:
         if self._closed:
             raise HarnessError("endpoint is closed")

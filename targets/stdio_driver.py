@@ -33,7 +33,7 @@ from targets.connection import (
     frame_bytes_and_message,
     next_proc,
 )
-from targets.fork_server import ForkServer, start_fork_server
+from targets.fork_server import ForkOrder, ForkServer, end_process, start_fork_server
 from targets.processes import ManagedProcess, SpawnError, spawn
 from targets.target_spec import TargetSpec
 from targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Transcript
@@ -484,7 +484,7 @@ class StdioPool:
         self.line_cap = line_cap
         self.close_grace = close_grace
         self.env = env
-        self._spares: deque[ManagedProcess] = deque()
+        self._spares: deque[ManagedProcess | ForkOrder] = deque()
         self._closed = False
         self.taken = 0
         # A Python target's fresh processes come from a fork server (targets/fork_server.py),
@@ -494,19 +494,33 @@ class StdioPool:
         self._forker: ForkServer | None = None
         self.fork_note = ""
 
-    def _spawn(self) -> ManagedProcess:
+    def _start(self) -> ManagedProcess | ForkOrder:
+        """A process starting, or one asked of the fork server (whose pid is read when it is taken)."""
         if self._want_fork:
             self._want_fork = False
             self._forker, self.fork_note = start_fork_server(self.argv, self.env,
                                                              isolate_network=self.isolate_network)
         if self._forker is not None:
             try:
-                return self._forker.spawn()
+                return self._forker.order()
             except SpawnError as exc:
-                self.fork_note = f"fork server off, spawning each process: {exc}"
-                forker, self._forker = self._forker, None
-                forker.close()
+                self._fork_off(exc)
         return spawn(self.argv, env=self.env, isolate_network=self.isolate_network)
+
+    def _started(self, spare: ManagedProcess | ForkOrder) -> ManagedProcess:
+        if not isinstance(spare, ForkOrder):
+            return spare
+        try:
+            return spare.process()
+        except SpawnError as exc:
+            self._fork_off(exc)
+            return spawn(self.argv, env=self.env, isolate_network=self.isolate_network)
+
+    def _fork_off(self, exc: SpawnError) -> None:
+        self.fork_note = f"fork server off, spawning each process: {exc}"
+        forker, self._forker = self._forker, None
+        if forker is not None:
+            forker.close()
 
     @property
     def forking(self) -> bool:
@@ -518,7 +532,7 @@ class StdioPool:
         `refill=False` when this is the last one needed (no spare is started behind it)."""
         if self._closed:
             raise RuntimeError("StdioPool is closed")
-        process = self._spares.popleft() if self._spares else self._spawn()
+        process = self._started(self._spares.popleft() if self._spares else self._start())
         self.taken += 1
         conn = StdioConnection(
             transcript, process, timeout=self.timeout, line_cap=self.line_cap, close_grace=self.close_grace
@@ -531,17 +545,16 @@ class StdioPool:
         """Start spares until there are `size` of them (a failed start is left for `take` to report)."""
         while not self._closed and len(self._spares) < self.size:
             try:
-                self._spares.append(self._spawn())
+                self._spares.append(self._start())
             except Exception:
                 return
 
     def close(self) -> None:
         self._closed = True
         while self._spares:
-            process = self._spares.popleft()
-            process.reap(grace=0.5, term_grace=0.5)
-            process.close_log()
-            process.close_pipes()
+            spare = self._spares.popleft()
+            with contextlib.suppress(SpawnError):
+                end_process(spare.process() if isinstance(spare, ForkOrder) else spare)
         if self._forker is not None:
             self._forker.close()
             self._forker = None

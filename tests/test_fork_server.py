@@ -130,3 +130,49 @@ def test_a_closed_pool_leaves_no_process() -> None:
     while tagged_processes(tag, var="FORK_TEST_TAG") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not tagged_processes(tag, var="FORK_TEST_TAG")
+
+
+LAZY = [PY, str(HOSTILE / "lazy_import_server.py")]
+
+
+def _one_process(pool: StdioPool) -> dict:
+    """One fresh process asked twice, then ended by closing its stdin (so it reports its imports)."""
+    conn = pool.take(Transcript("t", "stdio"), refill=False)
+    try:
+        conn.request(wire.build_request(1, "ping"), timeout=20)
+        return conn.request(wire.build_request(2, "ping"), timeout=20)["result"]
+    finally:
+        conn.close()
+
+
+def test_what_a_child_imports_once_running_is_preloaded_for_the_next_with_fresh_state() -> None:
+    with StdioPool([*LAZY, "lazy_helper"], 0) as pool:
+        first, second, third = (_one_process(pool) for _ in range(3))
+        assert pool.forking, pool.fork_note
+    assert first["preloaded"] is False  # nothing learned yet
+    assert second["preloaded"] is True and third["preloaded"] is True  # the zygote imported it
+    # the module's state is the import-time one in every process: nothing carries over
+    assert first["bumps"] == second["bumps"] == third["bumps"] == 2
+
+
+def test_a_learned_import_that_starts_a_thread_is_refused_and_forking_goes_on() -> None:
+    with StdioPool([*LAZY, "thread_at_import"], 0) as pool:
+        answers = [_one_process(pool) for _ in range(3)]
+        assert pool.forking, pool.fork_note
+    assert [a["preloaded"] for a in answers] == [False, False, False]
+    assert all(a["threads"] == 2 for a in answers)  # each process started the thread itself
+
+
+def test_orders_never_taken_end_with_the_fork_server() -> None:
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "FORK_TEST_TAG": tag}
+    server = fork_server.ForkServer(COUNTING, env)
+    orders = [server.order() for _ in range(3)]  # forked, their pids never read
+    server.close()
+    for order in orders:
+        with pytest.raises(fork_server.SpawnError):
+            order.process()
+    deadline = time.monotonic() + 5
+    while tagged_processes(tag, var="FORK_TEST_TAG") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not tagged_processes(tag, var="FORK_TEST_TAG")
