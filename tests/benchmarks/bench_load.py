@@ -227,20 +227,29 @@ def main() -> int:
             # (a) wrk and our users on tools/list, same endpoint, same connections, alternating
             # (a single-threaded Python client serialises its users' work, so the same generator
             # with 3x the users is measured too: more requests in flight while it works)
-            wrks, ourss, ours3 = [], [], []
+            # (and with a Locust worker per CPU, as `--processes` lets a user run it)
+            procs = len(os.sched_getaffinity(0))
+            wrks, ourss, ours3, oursp = [], [], [], []
             for i in range(args.rounds):
                 wrks.append(wrk_rps(url, args.duration, args.users, tmp))
-                for users, into in ((args.users, ourss), (3 * args.users, ours3)):
-                    run = load_run(url, tmp / f"a{i}-{users}", args.duration, users,
-                                   ["--mix", "tools/list=1", "--check-every", "0"])
+                for users, into, extra in ((args.users, ourss, []), (3 * args.users, ours3, []),
+                                           (args.users, oursp, ["--processes", str(procs)])):
+                    if into is oursp and procs < 2:
+                        continue
+                    run = load_run(url, tmp / f"a{i}-{users}-{len(extra)}", args.duration, users,
+                                   ["--mix", "tools/list=1", "--check-every", "0", *extra])
                     into.append(run["operations"]["tools/list"]["rps"])
             wrk, ours, ours_more = statistics.median(wrks), statistics.median(ourss), statistics.median(ours3)
+            ours_procs = statistics.median(oursp) if oursp else math.nan
             print(f"(a) tools/list, {args.rounds} rounds x {args.duration}s, rps per round:")
             print(f"    wrk, {args.users} connections:  {' '.join(f'{x:6.0f}' for x in wrks)}  median {wrk:.0f}")
             print(f"    ours, {args.users} users:       {' '.join(f'{x:6.0f}' for x in ourss)}  median {ours:.0f}"
                   f"  ratio {ours / wrk:.2f} (aim >= 0.5)")
             print(f"    ours, {3 * args.users} users:       {' '.join(f'{x:6.0f}' for x in ours3)}  median "
                   f"{ours_more:.0f}  ratio {ours_more / wrk:.2f}")
+            if oursp:
+                print(f"    ours, {args.users} users, {procs} processes: {' '.join(f'{x:6.0f}' for x in oursp)}  median "
+                      f"{ours_procs:.0f}  ratio {ours_procs / wrk:.2f}")
             # (d) CPU per request: ours, plain FastHttpUser, wrk; same endpoint, payload, connections
             # the steady middle leaves out 3 s of each run, so (d) needs a few seconds more than that
             cpu_seconds = max(args.duration, CPU_MIN_SECONDS)
