@@ -324,8 +324,12 @@ def test_each_server_gets_a_cgroup_of_its_own_removed_when_it_ends() -> None:
     proc = spawn(["sh", "-c", "setsid env -i sleep 300 & exec sleep 300"])
     try:
         assert proc.cgroup is not None and proc.cgroup.path.is_dir()
+        # The background child is in the cgroup from its fork on, and in the process group until its
+        # setsid() runs a moment later: wait for both, or a busy machine catches it between the two.
         deadline = time.monotonic() + 5
-        while len(proc.cgroup.members()) < 2 and time.monotonic() < deadline:
+        while (len(proc.cgroup.members()) < 2 or group_members(proc.pgid, exclude=proc.pid)) and (
+            time.monotonic() < deadline
+        ):
             time.sleep(0.02)
         members = proc.cgroup.members()
         assert proc.pid in members and len(members) == 2, members
