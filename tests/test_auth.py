@@ -268,3 +268,56 @@ def test_each_token_case_rule_fires_when_served_and_not_when_refused(case: Token
                              request_headers={AUTH_DIRECTIVE: case.name},
                              rules=[r for r in RULES if r.startswith("AUTH-")])
     assert refused == [], [(v.rule, v.title) for v in refused]
+
+
+@pytest.mark.parametrize(("case", "status", "rule", "lacking", "full"), [
+    ("expired", 401, "AUTH-12", 'Bearer error="invalid_token"', _CHALLENGE),
+    ("none", 401, "AUTH-12", "Bearer", 'Bearer resource_metadata="http://127.0.0.1:9/.well-known/x"'),
+    ("insufficient-scope", 403, "AUTH-13", _CHALLENGE, _CHALLENGE.replace("invalid_token", "insufficient_scope")),
+    ("missing-scope", 403, "AUTH-13", 'Bearer scope="mcp"', 'Bearer error="insufficient_scope", scope="mcp"'),
+])
+def test_a_challenge_without_its_parameter_breaks_auth_12_or_13_and_a_full_one_does_not(
+        case: str, status: int, rule: str, lacking: str, full: str) -> None:
+    """Crafted both ways: the refusal is right (status and a challenge), only the parameter the rule
+    asks of the challenge is missing; the same refusal with it draws no AUTH rule."""
+    every = [r for r in RULES if r.startswith("AUTH-")]
+    broken = judge_response(DISCOVER, None, http_status=status, headers={"WWW-Authenticate": lacking},
+                            request_headers={AUTH_DIRECTIVE: case}, rules=every)
+    assert [v.rule for v in broken] == [rule], [(v.rule, v.title) for v in broken]
+    kept = judge_response(DISCOVER, None, http_status=status, headers={"WWW-Authenticate": full},
+                          request_headers={AUTH_DIRECTIVE: case}, rules=every)
+    assert kept == [], [(v.rule, v.title) for v in kept]
+
+
+def test_metadata_naming_another_authorization_server_breaks_auth_15(issuer: AuthServer, tmp_path: Path) -> None:
+    """On real exchanges: the reference configured with another (real, running) authorization server
+    publishes that one, which the harness's fetch of the metadata judges as AUTH-15; configured with
+    the harness's own issuer, the same fetch draws no AUTH rule."""
+    from fuzz.oracle.registry import judge
+    from targets.http_driver import HttpConnection
+    from targets.transcript import Transcript
+    from targets.transports import transport_named
+
+    verdicts: dict[str, list[tuple[str, str]]] = {}
+    with AuthServer() as other:
+        for label, configured in (("own", issuer), ("other", other)):
+            args = [sys.executable, "-m", "targets.reference", "--transport", "http", "--port", "0",
+                    "--db", str(tmp_path / f"{label}.sqlite"), "--auth-issuer", configured.issuer]
+            proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+            try:
+                assert proc.stderr is not None
+                line = proc.stderr.readline()
+                assert "listening on" in line, line
+                url = line.split()[-1]
+                transcript = Transcript(url, transport_named("http"))
+                conn = HttpConnection(transcript, [url], timeout=10)
+                for where in ("metadata-path", "metadata-root"):
+                    conn.send(b"", headers=auth_client.directive(where), http_method="GET")
+                found = judge(transcript, rules=[r for r in RULES if r.startswith("AUTH-")])
+                verdicts[label] = [(v.rule, v.detail) for v in found]
+            finally:
+                proc.terminate()
+                proc.wait(10)
+    assert verdicts["own"] == []
+    assert [rule for rule, _ in verdicts["other"]] == ["AUTH-15", "AUTH-15"]
+    assert all(other.issuer in detail for _, detail in verdicts["other"])
