@@ -215,7 +215,11 @@ class McpHttp:
             if sock is None:
                 sock = self._socks[url] = self._connect(split)
             try:
-                sock.sendall(data)
+                # One send() holds a request (a few hundred bytes): gevent's sendall() asks the
+                # kernel for the send buffer size first, a second system call per request.
+                sent = sock.send(data)
+                if sent < len(data):
+                    sock.sendall(memoryview(data)[sent:])
                 first = sock.recv(_BLOCK)
             except ConnectionError:
                 first = b""

@@ -105,6 +105,20 @@ def test_json_replies_reuse_one_connection(serve) -> None:
     assert server.connections == 1
 
 
+def test_a_request_larger_than_one_send_arrives_whole(serve) -> None:
+    """A request is written with one send(); what the kernel did not take goes after it (8 MiB is
+    more than a loopback socket buffers, so the rest is written as the server reads)."""
+    server = serve(lambda m: http_json(result_for(m, {"resultType": "complete",
+                                                       "length": len(m["params"]["arguments"]["text"])})))
+    client = McpHttp([server.url], timeout=10)
+    text = "x" * (8 << 20)
+    for i in range(2):
+        reply = client.post(request(i, "tools/call", {"name": "echo", "arguments": {"text": text}}))
+        assert reply.failure is None, reply.detail
+        assert reply.result == {"resultType": "complete", "length": len(text)}
+    assert server.connections == 1
+
+
 def test_connection_close_is_honoured(serve) -> None:
     server = serve(lambda m: http_json(result_for(m), extra="Connection: close\r\n"))
     client = McpHttp([server.url], timeout=2)
