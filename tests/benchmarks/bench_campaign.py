@@ -10,10 +10,11 @@ Measured in one run, on the same server command:
 The ratios against the bare loop are the figures of merit: spawned >= 1.0 means the pool hides
 start-up behind the examples; forked >= 10 on the Python SDK server is the fork server's aim.
 Why 200 examples by default: a server with a bug pays once for shrinking it (on the Python SDK
-server about 40 executions, each on fresh processes), and at 60 examples that one shrink made two fifths
-of the forked run's executions (9.4x forked, 0.80x spawned per example, against 16.0x and 1.12x at 200);
-a nightly campaign runs thousands of examples, so the longer run is the one that says what a user
-gets. The bare loop's rate does not depend on the length, so it is timed over at most 60 rounds.
+server about 40 executions, each on fresh processes), and at 60 examples that one shrink made
+two fifths of the forked run's executions (9.4x forked, 0.80x spawned per example, against 16.0x
+and 1.12x at 200); a nightly campaign runs thousands of examples, so the longer run is the one
+that says what a user gets. The bare loop's rate does not depend on the length, so it is timed
+over at most 60 rounds.
 Each run also says where its time went per example (executions, fresh processes, harness CPU,
 server CPU) and per fresh process: a bare round is one process, while an example of a server
 whose bug fires often takes two or three (each failure is confirmed on fresh processes), so the
