@@ -267,7 +267,7 @@ def undelivered(summary: dict[str, Any], tolerance: float) -> str | None:
     backlog = int(model.get("backlog_timeouts") or 0)
     parts = []
     if not_started:
-        parts.append(f"{not_started} due but never taken by a slot")
+        parts.append(f"{not_started} due but never begun by a slot")
     if backlog:
         parts.append(f"{backlog} taken after waiting past --timeout")
     cpu, wall = float(model.get("generator_cpu_s") or 0), float(model.get("generator_wall_s") or 0)

@@ -37,7 +37,3 @@ class Pacer:
             return 0
         now = time.perf_counter_ns() if now_ns is None else now_ns
         return max(0, int((now - self.t0) // self.interval_ns) + 1)
-
-    def not_started(self, now_ns: int | None = None) -> int:
-        """Arrivals due but not yet taken by any user (the backlog when the run stops)."""
-        return max(0, self.due(now_ns) - self.issued)

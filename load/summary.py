@@ -239,6 +239,8 @@ def describe_model(model: dict[str, Any]) -> str:
                 "latency timed from each arrival's intended start")
         if "arrivals_sent" in model:
             text += f"; {model['arrivals_sent']} of {model.get('arrivals_due', 0)} arrivals due were sent"
+        if model.get("in_flight_at_stop"):
+            text += f" ({model['in_flight_at_stop']} still in flight at stop, not in the figures)"
         if model.get("backlog_timeouts"):
             text += f"; {model['backlog_timeouts']} arrivals waited past --timeout and were not sent"
         if model.get("not_started_at_stop"):

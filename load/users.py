@@ -50,6 +50,10 @@ FINAL_MESSAGE = "mcp_gauntlet_final"
 REPORT_KEY = "mcp_gauntlet"
 FLUSH_TIMEOUT_S = 15.0
 CSV_SETTLE_S = 1.2
+# Open model: how often _watch_loop notes that the event loop runs, and how long without a note
+# counts as the loop being held (Locust's stop() holds it for tens of milliseconds).
+LOOP_TICK_NS = 5_000_000
+LOOP_HELD_NS = 20_000_000
 
 
 def _load_judge(warm: bool) -> tuple[Any, str]:
@@ -105,6 +109,10 @@ class _Process:
         self.pacer_noted = False  # its arrivals were counted when the run started stopping
         self.busy = 0  # open model: slots serving an arrival now, and their peak
         self.busy_peak = 0
+        self.sent = 0  # open model: arrivals a slot began while the run was measured
+        self.late = 0  # open model: arrivals taken past --timeout, never sent (backlog timeouts)
+        self.loop_seen = 0  # open model: perf_counter_ns when _watch_loop last ran
+        self.watch: Any = None  # the greenlet of _watch_loop
         self.cpu_start: tuple[float, float] | None = None  # (process CPU s, wall s) at test start
         self.shared: Any = None  # open model: the session that discovered for all (catalog, handles)
         self.progress: Any = None  # the greenlet writing --mcp-progress
@@ -199,27 +207,44 @@ def _on_final(environment: Any, msg: Any, **_kw: Any) -> None:
 
 
 def _note_backlog() -> None:
-    """Open model, when the run starts stopping: the arrivals due, those taken by a slot, those
-    due but not taken yet, how busy the slots got and how much CPU this process spent, so the
-    runner can tell a rate that was delivered from one that was not, and say why (CLI: the
-    delivered-rate check). Counted once, at the moment the measuring ends, not after the users'
-    teardown (which takes a while, and would count its own time as arrivals not sent)."""
+    """Open model, when the run starts stopping: the arrivals due, those a slot began (sent) and
+    those of them still in flight, how busy the slots got and how much CPU this process spent, so
+    every arrival is accounted for and the runner can tell a rate that was delivered from one that
+    was not, and say why (CLI: the delivered-rate check). Counted once, at the moment the
+    measuring ends, not after the users' teardown (which takes a while, and would count its own
+    time as arrivals not sent)."""
     pacer = STATE.pacer
     if pacer is None or STATE.pacer_noted:
         return
     STATE.pacer_noted = True
     counters = STATE.recorder.counters
     now = time.perf_counter_ns()
-    due = pacer.due(now)
-    counters["open_due"] += due
-    # taken by a slot and due: a slot waiting for an arrival whose time had not come sent nothing
-    counters["open_issued"] += min(pacer.issued, due)
-    counters["open_not_started"] += pacer.not_started(now)
+    if STATE.watch is not None:
+        STATE.watch.kill(block=False)
+        STATE.watch = None
+    # Locust's stop() holds the event loop before it fires test_stopping: arrivals that fell due
+    # while it did could not be begun by any slot, so the schedule ends where the loop last ran.
+    end = now if now - STATE.loop_seen <= LOOP_HELD_NS else STATE.loop_seen + LOOP_TICK_NS
+    counters["open_due"] += max(pacer.due(end), STATE.sent + STATE.late)
+    counters["open_sent"] += STATE.sent
+    # sent, their answers cut by the stop: in no figure, so counted here
+    counters["open_in_flight"] += STATE.busy
     counters["open_slots_peak"] += STATE.busy_peak
     if STATE.cpu_start is not None:
         cpu, wall = STATE.cpu_start
         counters["open_cpu_ms"] += round((time.process_time() - cpu) * 1000)
         counters["open_wall_ms"] += round((time.monotonic() - wall) * 1000)
+
+
+def _watch_loop() -> None:
+    """Open model: note when the event loop runs. Locust's stop() reads the source of every frame
+    of its stack before it fires test_stopping, which holds the loop for tens of milliseconds; an
+    arrival that fell due meanwhile could not be begun by any slot, and _note_backlog ends the
+    schedule where the loop last ran rather than count it as not sent. A loop busy with our own
+    users still runs this every few milliseconds (each unit yields on its socket)."""
+    while True:
+        STATE.loop_seen = time.perf_counter_ns()
+        gevent.sleep(LOOP_TICK_NS / 1e9)
 
 
 def _progress_loop(path: Path, every: float) -> None:
@@ -254,7 +279,9 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     if opts is not None and opts.mcp_rate > 0 and not isinstance(environment.runner, MasterRunner):
         STATE.pacer = Pacer(opts.mcp_rate)
         STATE.pacer_noted = False
-        STATE.busy = STATE.busy_peak = 0
+        STATE.busy = STATE.busy_peak = STATE.sent = STATE.late = 0
+        STATE.loop_seen = time.perf_counter_ns()
+        STATE.watch = gevent.spawn(_watch_loop)
         STATE.cpu_start = (time.process_time(), time.monotonic())
     STATE.checker.every = opts.check_every if opts is not None else 10
     if opts is not None and opts.mcp_raw_samples:
@@ -339,15 +366,18 @@ def _model(environment: Any) -> dict[str, Any]:
     if opts is None or opts.mcp_rate <= 0:
         return {"kind": "closed", "users": users}
     counters = STATE.recorder.counters
+    due, sent = counters.get("open_due", 0), counters.get("open_sent", 0)
     backlog = counters.get("open_backlog_timeouts", 0)
+    # Every arrival due is in one of these: sent (and then answered in the figures, or in flight
+    # at the stop), taken past --timeout (a backlog sample in the figures), or never begun.
     return {
         "kind": "open",
         "rate": opts.mcp_rate_total or opts.mcp_rate,
         "max_in_flight": users,
-        "arrivals_due": counters.get("open_due", 0),
-        # taken by a slot and sent (an arrival taken too late is a backlog timeout, never sent)
-        "arrivals_sent": max(0, counters.get("open_issued", 0) - backlog),
-        "not_started_at_stop": counters.get("open_not_started", 0),
+        "arrivals_due": due,
+        "arrivals_sent": sent,
+        "in_flight_at_stop": counters.get("open_in_flight", 0),
+        "not_started_at_stop": max(0, due - sent - backlog),
         "backlog_timeouts": backlog,
         "slots_busy_peak": counters.get("open_slots_peak", 0),
         "generator_cpu_s": counters.get("open_cpu_ms", 0) / 1000.0,
@@ -460,8 +490,12 @@ class McpUser(User):
             # behind schedule by more than a client would wait: a timeout, without sending
             late_us = (now - slot) // 1000
             STATE.recorder.record(BACKLOG_NAME, late_us, kind=BACKLOG, failure=TIMEOUT)
-            STATE.recorder.count("open_backlog_timeouts")
+            if not STATE.recorder.closed:
+                STATE.recorder.count("open_backlog_timeouts")
+                STATE.late += 1
             return
+        if not STATE.recorder.closed:  # begun after the stop: in no count (its samples are not kept)
+            STATE.sent += 1
         STATE.busy += 1
         STATE.busy_peak = max(STATE.busy_peak, STATE.busy)
         try:

@@ -192,8 +192,7 @@ def test_pacer_schedules_arrivals_at_the_rate_whatever_happened_before() -> None
     assert [b - a for a, b in zip(slots, slots[1:], strict=False)] == [10_000_000] * 4
     t0 = slots[0]
     # 1 s later 101 arrivals were due; 5 were taken, so 96 wait (a stalled server's backlog)
-    assert pacer.due(t0 + 1_000_000_000) == 101
-    assert pacer.not_started(t0 + 1_000_000_000) == 96
+    assert pacer.due(t0 + 1_000_000_000) - pacer.issued == 96 and pacer.due(t0 + 1_000_000_000) == 101
     # and the next arrival is still the 6th slot: late arrivals are not skipped, they are late
     assert pacer.next_slot() == t0 + 50_000_000
 
