@@ -18,10 +18,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from fuzz.oracle.registry import RULES, judge_response
+from fuzz.oracle.registry import RULES, judge, judge_response
 from strategies.auth_tokens import AUTH_DIRECTIVE, TOKEN_CASES, TokenCase
 from targets import auth_client, wire
 from targets.auth_server import AuthServer
+from targets.http_driver import HttpConnection
+from targets.transcript import Transcript
+from targets.transports import transport_named
 from tests.fuzz_support import last_line, reference_http, run_cli
 
 DISCOVER = wire.build_request(1, "server/discover", {})
@@ -293,22 +296,11 @@ def test_metadata_naming_another_authorization_server_breaks_auth_15(issuer: Aut
     """On real exchanges: the reference configured with another (real, running) authorization server
     publishes that one, which the harness's fetch of the metadata judges as AUTH-15; configured with
     the harness's own issuer, the same fetch draws no AUTH rule."""
-    from fuzz.oracle.registry import judge
-    from targets.http_driver import HttpConnection
-    from targets.transcript import Transcript
-    from targets.transports import transport_named
-
     verdicts: dict[str, list[tuple[str, str]]] = {}
     with AuthServer() as other:
         for label, configured in (("own", issuer), ("other", other)):
-            args = [sys.executable, "-m", "targets.reference", "--transport", "http", "--port", "0",
-                    "--db", str(tmp_path / f"{label}.sqlite"), "--auth-issuer", configured.issuer]
-            proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+            proc, url = _serve(configured, tmp_path / f"{label}.sqlite")
             try:
-                assert proc.stderr is not None
-                line = proc.stderr.readline()
-                assert "listening on" in line, line
-                url = line.split()[-1]
                 transcript = Transcript(url, transport_named("http"))
                 conn = HttpConnection(transcript, [url], timeout=10)
                 for where in ("metadata-path", "metadata-root"):
