@@ -15,7 +15,7 @@ python3 -m venv .venv-lowest
 # generated regression tests, the pytest plugin, HypoFuzz, the Redis client, load gates.
 .venv-lowest/bin/python -m pytest -q -ra -p no:cacheprovider -p no:locust \
   tests/test_hypothesis_compat.py tests/test_dependencies.py \
-  --deselect tests/test_dependencies.py::test_installing_mcp_gauntlet_keeps_a_newer_hypothesis_than_the_old_pin \
+  --deselect tests/test_dependencies.py::test_installing_mcp_tempest_keeps_a_newer_hypothesis_than_the_old_pin \
   tests/test_strategies_hjs.py tests/test_strategies_hjs_pin.py tests/test_strategies_schema.py \
   tests/test_oracle_rules.py tests/test_load_gates.py tests/test_fuzz_replay.py \
   tests/test_fuzz_properties.py \

@@ -1,1 +1,1 @@
-"""mcp-gauntlet."""
+"""mcp-tempest."""

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
-from fuzz.findings import Evidence, Finding, FindingStore, PropertyRun, finding_id
-from fuzz.hypothesis_compat import (
+from mcp_tempest.fuzz.findings import Evidence, Finding, FindingStore, PropertyRun, finding_id
+from mcp_tempest.fuzz.hypothesis_compat import (
     ExampleDatabase,
     choices_to_bytes,
     current_build_context,
@@ -51,11 +51,11 @@ from fuzz.hypothesis_compat import (
     set_seed,
     shrink_time_limit,
 )
-from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Property, all_properties
-from fuzz.properties.endpoints import open_endpoint
-from fuzz.properties.executor import Endpoint, HarnessError, Run, execute
-from fuzz.properties.judging import (
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.properties.base import Context, Property, all_properties
+from mcp_tempest.fuzz.properties.endpoints import open_endpoint
+from mcp_tempest.fuzz.properties.executor import Endpoint, HarnessError, Run, execute
+from mcp_tempest.fuzz.properties.judging import (
     bucket_of,
     evidence_for,
     judge_run,
@@ -63,12 +63,12 @@ from fuzz.properties.judging import (
     slow_note,
     slowest_in_allowance,
 )
-from fuzz.properties.surface import Surface, learn_surface
-from fuzz.tool_policy import ToolPolicy
-from targets.target_spec import TargetSpec, parse_target
+from mcp_tempest.fuzz.properties.surface import Surface, learn_surface
+from mcp_tempest.fuzz.tool_policy import ToolPolicy
+from mcp_tempest.targets.target_spec import TargetSpec, parse_target
 
 if TYPE_CHECKING:
-    from targets.probe import ProbeResult
+    from mcp_tempest.targets.probe import ProbeResult
 
 DEFAULT_MAX_EXAMPLES = 200
 DEFAULT_SHRINK_SECONDS = 30.0
@@ -128,7 +128,7 @@ class Prepared:
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> Prepared:
-        from fuzz.properties.surface import HandleFlow, MrtrTrigger
+        from mcp_tempest.fuzz.properties.surface import HandleFlow, MrtrTrigger
 
         s = dict(data["surface"])
         s["triggers"] = [MrtrTrigger(**t) for t in s.get("triggers", [])]
@@ -224,7 +224,7 @@ def plan_jobs(
 def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None) -> Prepared:
     """Probe the era, then learn the surface (with only the tools `tools` allows); raises
     UnusableTarget with one line."""
-    from targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
+    from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
     try:
         result = probe(spec, timeout=max(timeout, 5.0), lists=CATALOGUE_LISTS)
@@ -233,8 +233,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     if result.era == "legacy":
         raise UnusableTarget(
             f"{spec.text}: the server speaks only the legacy era ({(result.legacy or {}).get('protocolVersion')}, "
-            "initialize handshake); mcp-gauntlet fuzz judges 2026-07-28 servers and will not judge a "
-            "legacy server by modern rules. `mcp-gauntlet probe` shows what it offers."
+            "initialize handshake); mcp-tempest fuzz judges 2026-07-28 servers and will not judge a "
+            "legacy server by modern rules. `mcp-tempest probe` shows what it offers."
         )
     endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
     try:
@@ -366,12 +366,12 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
         return None
     if spec.startswith(("redis://", "rediss://", "unix://")):
         try:
-            from fuzz.redis_database import ResilientRedisDatabase
+            from mcp_tempest.fuzz.redis_database import ResilientRedisDatabase
 
             db = ResilientRedisDatabase(spec)
         except ImportError:
             raise UnusableTarget("--database redis://... needs the `redis` package "
-                                 "(pip install \"mcp-gauntlet[redis]\")") from None
+                                 "(pip install \"mcp-tempest[redis]\")") from None
         try:
             db.ping()
         except Exception as exc:  # noqa: BLE001 - any connection problem is one line for the user
@@ -961,7 +961,7 @@ def _run_workers(
         "prepared": [p.dump() for p in prepared], "database": config.database, "timeout": config.timeout,
         "stop_on_first": config.stop_on_first, "known": sorted(config.known),
     }
-    procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-gauntlet-worker-{i}")
+    procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-tempest-worker-{i}")
              for i in range(workers)]
     for p in procs:
         p.start()

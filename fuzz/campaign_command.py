@@ -1,4 +1,4 @@
-"""`mcp-gauntlet fuzz`: parse the command line, run a campaign, write its files, say what happened.
+"""`mcp-tempest fuzz`: parse the command line, run a campaign, write its files, say what happened.
 
 Exit status (a promise, see CLI.md): 0 no findings, 1 findings, 2 usage error or unusable target;
 130 when interrupted before anything was found. A finding counts when it is confirmed and at or
@@ -21,14 +21,14 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
-from targets import auth_client, extra_headers, fork_server, validate
-from targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
+from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+from mcp_tempest.targets import auth_client, extra_headers, fork_server, validate
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
 
 def property_names() -> tuple[str, ...]:
     """Every registered property, in campaign order: derived from fuzz/properties/base.py's registry."""
-    from fuzz.properties.base import all_properties
+    from mcp_tempest.fuzz.properties.base import all_properties
 
     return tuple(all_properties())
 
@@ -37,7 +37,7 @@ def __getattr__(name: str) -> tuple[str, ...]:  # PROPERTY_NAMES, kept for impor
     if name == "PROPERTY_NAMES":
         return property_names()
     raise AttributeError(name)
-DEFAULT_DATABASE = os.path.join(".hypothesis", "mcp-gauntlet")
+DEFAULT_DATABASE = os.path.join(".hypothesis", "mcp-tempest")
 
 
 class UsageError(Exception):
@@ -51,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="mcp-gauntlet fuzz",
+        prog="mcp-tempest fuzz",
         description="Run a property-based fuzz campaign against an MCP 2026-07-28 server.",
         epilog="Exit status: 0 no findings, 1 findings (at or above --fail-on), 2 usage error or unusable target.",
     )
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--duration", type=float, metavar="SECONDS",
                         help="wall-time budget for the whole campaign instead of an example count")
     p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
-    p.add_argument("--out", metavar="DIR", help="output directory (default ./gauntlet-out/fuzz-<timestamp>/)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default ./tempest-out/fuzz-<timestamp>/)")
     p.add_argument("--properties", metavar="P,...",
                    help=f"comma-separated subset of: {', '.join(property_names())} (default: all)")
     p.add_argument("--database", metavar="DIR|redis://...",
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most this long shrinking the failures of one property (default 30)")
     p.add_argument("--mutations", metavar="NAME,...",
                    help="the framing property sends only these malformed frames (names or globs such as "
-                        "'hdr-*'; `mcp-gauntlet frames --list` names them, plus blank-line, http-get, http-delete, "
+                        "'hdr-*'; `mcp-tempest frames --list` names them, plus blank-line, http-get, http-delete, "
                         "hdr-param-missing and hdr-param-mismatch)")
     p.add_argument("--stop-on-first", "--first-finding", dest="stop_on_first", action="store_true",
                    help="stop each property at its first failure (shrunk), then go on to the next property "
@@ -132,13 +132,13 @@ def _properties(text: str | None) -> list[str]:
 def _mutations(text: str | None, specs: list[TargetSpec]) -> tuple[str, ...]:
     if not text:
         return ()
-    from fuzz.properties.framing import select_mutations
+    from mcp_tempest.fuzz.properties.framing import select_mutations
 
     patterns = tuple(p.strip() for p in text.split(",") if p.strip())
     for pattern in patterns:
         if not any(select_mutations(spec.transport, (pattern,)) for spec in specs):
             raise UsageError(f"--mutations: {pattern!r} names no mutation for this target "
-                             "(see `mcp-gauntlet frames --list`)")
+                             "(see `mcp-tempest frames --list`)")
     return patterns
 
 
@@ -222,7 +222,7 @@ def _stop_rules(text: str, workers: int) -> frozenset[str]:
 
 def _default_out() -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("gauntlet-out") / f"fuzz-{stamp}"
+    return Path("tempest-out") / f"fuzz-{stamp}"
 
 
 def fuzz_main(argv: list[str]) -> int:
@@ -252,13 +252,13 @@ def _fuzz_main(argv: list[str], opened: list[auth_client.Session]) -> int:
         if not args.auth and auth_client.needs_issuer([a for s in specs for a in s.argv]):
             raise UsageError("the target command names {issuer}: add --auth")
     except (UsageError, extra_headers.HeaderError) as exc:
-        print(f"mcp-gauntlet fuzz: {exc} (see --help)", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {exc} (see --help)", file=sys.stderr)
         return 2
     except auth_client.AuthServerError as exc:
-        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
         return 2
     except TargetError as exc:
-        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
         return 2
     if args.no_fork_server:  # an environment variable, so that --workers processes see it too
         os.environ[fork_server.DISABLE_VAR] = "1"
@@ -275,9 +275,15 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 
 def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], started: float | None = None) -> int:
-    from fuzz.campaign import CampaignConfig, Progress, UnusableTarget, prepare_target, run_campaign
-    from fuzz.findings import FindingStore, ReplayConditions, resolved_command
-    from fuzz.reports import write_reports
+    from mcp_tempest.fuzz.campaign import (
+        CampaignConfig,
+        Progress,
+        UnusableTarget,
+        prepare_target,
+        run_campaign,
+    )
+    from mcp_tempest.fuzz.findings import FindingStore, ReplayConditions, resolved_command
+    from mcp_tempest.fuzz.reports import write_reports
 
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     out_dir = Path(args.out) if args.out else _default_out()
@@ -292,23 +298,23 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         known=frozenset(args.known_groups), started=started, stop_on_rules=frozenset(args.stop_rules),
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
-    from fuzz.tool_policy import ToolPolicy
+    from mcp_tempest.fuzz.tool_policy import ToolPolicy
 
     policy = ToolPolicy(args.tools, tuple(args.allow_tool), tuple(args.deny_tool))
     try:
         prepared = [prepare_target(spec, timeout=args.timeout, tools=policy) for spec in specs]
     except UnusableTarget as exc:
-        print(f"mcp-gauntlet fuzz: unusable target: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: unusable target: {exc}", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
         return 2
     except KeyboardInterrupt:
-        print("mcp-gauntlet fuzz: interrupted before the campaign started", file=sys.stderr)
+        print("mcp-tempest fuzz: interrupted before the campaign started", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
         return 130
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        print(f"mcp-gauntlet fuzz: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     cwd = os.getcwd()
     conditions = ReplayConditions(
@@ -328,12 +334,12 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         result = run_campaign(config, store, progress=progress, prepared=prepared)
     except UnusableTarget as exc:
         progress.close()
-        print(f"mcp-gauntlet fuzz: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
         print(_summary_line(store.examples, len(props), store.failures, store.observations))
         return 2
     finally:
         progress.close()
-    from fuzz.coverage import coverage_report, known_report
+    from mcp_tempest.fuzz.coverage import coverage_report, known_report
 
     store.extra["coverage"] = coverage_report(result.probes)
     store.extra["tools"] = {"policy": policy.describe(),
@@ -344,7 +350,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         "replays": sum(r.replays for r in result.runs),
         "seconds": round(time.monotonic() - started if started is not None else result.seconds, 3),
     }
-    from fuzz.catalogue import Catalogue
+    from mcp_tempest.fuzz.catalogue import Catalogue
 
     # What each target's catalogue costs, measured from the era probe's lists (no request of its own).
     catalogues = [Catalogue.from_probe(p.probed) for p in prepared if p.probed is not None]
@@ -359,7 +365,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
                       seconds=result.seconds, interrupted=result.interrupted, notes=result.notes,
                       fail_on=args.fail_on, catalogues=catalogues)
         if args.write_regressions and findings:
-            from fuzz.regression import write_regressions
+            from mcp_tempest.fuzz.regression import write_regressions
 
             written = write_regressions(out_dir, Path(args.write_regressions))
             print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
@@ -367,11 +373,11 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
     new = [f for f in failures if f.id not in args.known_groups]
     if store.write_error:
-        print(f"mcp-gauntlet fuzz: {store.write_error}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {store.write_error}", file=sys.stderr)
         print(_summary_line(result.examples, len(props), failures, store.observations))
         return 2
     _print_summary(result, findings, args.fail_on)
-    from fuzz.coverage import print_coverage, print_known
+    from mcp_tempest.fuzz.coverage import print_coverage, print_known
 
     print_coverage(store.extra["coverage"])
     print_known(known)
@@ -407,14 +413,14 @@ def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
     for f in findings:
         kind = "finding" if f.fails(fail_on) else "observation"
         where = ", ".join(f.methods or ["-"]) + "; " + ", ".join(f.transports)
-        from fuzz.findings import probe_text
+        from mcp_tempest.fuzz.findings import probe_text
 
         probe = f"; probes {probe_text(f)}" if f.probe else ""
         print(f"  {kind} {f.id}: {f.label} {f.rule} {f.title} [{where}{probe}] x{f.count} -> {f.repro}")
 
 
 def _list_properties() -> int:
-    from fuzz.properties.base import all_properties
+    from mcp_tempest.fuzz.properties.base import all_properties
 
     for name, prop in all_properties().items():
         fresh = f"{prop.fresh_per_example} fresh process(es) per example" if prop.fresh_per_example else "warm process"

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from fuzz.findings import Evidence
-from fuzz.oracle.model import Violation
-from fuzz.token_count import ENCODING, count_tokens, definition_text
-from targets.probe import CATALOGUE_LISTS, ProbeResult, probe
-from targets.target_spec import TargetSpec
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.findings import Evidence
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.token_count import ENCODING, count_tokens, definition_text
+from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeResult, probe
+from mcp_tempest.targets.target_spec import TargetSpec
+from mcp_tempest.targets.transcript import Transcript
 
 PROPERTY: Final = "catalogue"
 # How one item of each list is told apart from the others.
@@ -323,7 +323,9 @@ def drift_evidence(reading: Reading) -> list[Evidence]:
             if (kind, name, what, where) in seen:
                 continue
             seen.add((kind, name, what, where))
-            from fuzz.properties.lists import LISTS  # the list rules, imported only when one broke
+            from mcp_tempest.fuzz.properties.lists import (
+                LISTS,  # the list rules, imported only when one broke
+            )
 
             method = METHOD[kind]
             rule = LISTS[method][2]
@@ -361,7 +363,7 @@ def _evidence(reading: Reading, v: Violation, case: dict[str, Any]) -> Evidence:
         rule=v.rule, strength=v.strength, title=v.title, method=v.method, transport=reading.first.transport,
         mutation=None, property=PROPERTY, case={"property": PROPERTY, **case},
         transcript=reading.transcript.to_json(), violations=[v.to_json()], target=spec_target, confirmed=True,
-        note="found by reading the catalogue (mcp-gauntlet catalogue); run that command again to reproduce",
+        note="found by reading the catalogue (mcp-tempest catalogue); run that command again to reproduce",
     )
 
 

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet catalogue`: the token cost of a server's catalogue, its drift, its untrusted text.
+"""`mcp-tempest catalogue`: the token cost of a server's catalogue, its drift, its untrusted text.
 
 Exit status: 0 within budget and no failing finding; 1 over `--max-tokens`/`--max-tool-tokens`
 or a failing finding (catalogue drift is MUST; untrusted-text flags are HEURISTIC observations
@@ -15,9 +15,9 @@ from typing import Any, NoReturn
 
 import orjson
 
-from targets import extra_headers, validate
-from targets.probe import DEFAULT_MAX_PAGES, DEFAULT_PROBE_TIMEOUT, ProbeFailure
-from targets.target_spec import TargetError, parse_target
+from mcp_tempest.targets import extra_headers, validate
+from mcp_tempest.targets.probe import DEFAULT_MAX_PAGES, DEFAULT_PROBE_TIMEOUT, ProbeFailure
+from mcp_tempest.targets.target_spec import TargetError, parse_target
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,9 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+    from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 
-    p = _Parser(prog="mcp-gauntlet catalogue",
+    p = _Parser(prog="mcp-tempest catalogue",
                 description="What a server's catalogue costs the model before it is used (o200k_base tokens), "
                             "whether it drifts between reads, and text in it that is not a description.")
     p.add_argument("--target", help="stdio:<cmd>, http://127.0.0.1:PORT/PATH or http+spawn:<cmd with {port}> "
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="findings at or above this strength exit 1 (default should: drift fails, "
                         "untrusted-text flags are observations)")
     p.add_argument("--out", metavar="DIR", help="where findings.json, repro/ and catalogue.json go "
-                   "(default ./gauntlet-out/catalogue-<timestamp>/)")
+                   "(default ./tempest-out/catalogue-<timestamp>/)")
     p.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT, help="seconds to wait for each answer")
     p.add_argument("--max-pages", type=int, default=DEFAULT_MAX_PAGES, help="pages followed per list")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
@@ -50,9 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def catalogue_main(argv: list[str]) -> int:
-    from fuzz.catalogue import Catalogue, drift_evidence, over_budget, read, text_evidence
-    from fuzz.findings import FindingStore, atomic_write
-    from fuzz.text_flags import flag_catalogue
+    from mcp_tempest.fuzz.catalogue import Catalogue, drift_evidence, over_budget, read, text_evidence
+    from mcp_tempest.fuzz.findings import FindingStore, atomic_write
+    from mcp_tempest.fuzz.text_flags import flag_catalogue
 
     args = build_parser().parse_args(argv)
     try:
@@ -68,7 +68,7 @@ def catalogue_main(argv: list[str]) -> int:
         print(f"catalogue: {exc}", file=sys.stderr)
         return 2
     cat = Catalogue.from_probe(reading.first)
-    out_dir = Path(args.out) if args.out else Path("gauntlet-out") / (
+    out_dir = Path(args.out) if args.out else Path("tempest-out") / (
         "catalogue-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
         store = FindingStore(out_dir, target=spec.text, seed=None, fail_on=args.fail_on)

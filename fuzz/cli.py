@@ -1,7 +1,7 @@
-"""The `mcp-gauntlet` console script: one entry point that hands each command to its package.
+"""The `mcp-tempest` console script: one entry point that hands each command to its package.
 
-Subcommands are imported lazily so that `mcp-gauntlet serve` does not pay for Hypothesis and
-`mcp-gauntlet fuzz` never imports Locust: `load` runs in its own interpreter (`python -m load`),
+Subcommands are imported lazily so that `mcp-tempest serve` does not pay for Hypothesis and
+`mcp-tempest fuzz` never imports Locust: `load` runs in its own interpreter (`python -m mcp_tempest.load`),
 because Locust monkey-patches the standard library with gevent on import.
 """
 
@@ -11,9 +11,11 @@ import os
 import sys
 from collections.abc import Callable
 
-from fuzz.config import CONFIGURABLE  # commands whose options may come from MCP_GAUNTLET_* and pyproject.toml
+from mcp_tempest.fuzz.config import (
+    CONFIGURABLE,  # commands whose options may come from MCP_TEMPEST_* and pyproject.toml
+)
 
-USAGE = """usage: mcp-gauntlet COMMAND [options]
+USAGE = """usage: mcp-tempest COMMAND [options]
 
 commands:
   serve    the reference MCP 2026-07-28 server (the embedded default target)
@@ -26,61 +28,61 @@ commands:
   fuzz-client  play a scripted, hostile server and fuzz an MCP client
   load     a Locust load run with MRTR operations
 
-`mcp-gauntlet COMMAND --help` describes each command; `--version` (on any command) prints the
-version. Options may also come from MCP_GAUNTLET_* variables and [tool.mcp-gauntlet] in
+`mcp-tempest COMMAND --help` describes each command; `--version` (on any command) prints the
+version. Options may also come from MCP_TEMPEST_* variables and [tool.mcp-tempest] in
 pyproject.toml (the command line wins; README: "Configuration")."""
 
 def _serve(argv: list[str]) -> int:
-    from targets.reference.cli import serve_main
+    from mcp_tempest.targets.reference.cli import serve_main
 
     return serve_main(argv)
 
 
 def _probe(argv: list[str]) -> int:
-    from targets.probe import probe_main
+    from mcp_tempest.targets.probe import probe_main
 
     return probe_main(argv)
 
 
 def _catalogue(argv: list[str]) -> int:
-    from fuzz.catalogue_command import catalogue_main
+    from mcp_tempest.fuzz.catalogue_command import catalogue_main
 
     return catalogue_main(argv)
 
 
 def _auth_server(argv: list[str]) -> int:
-    from targets.auth_server import auth_server_main
+    from mcp_tempest.targets.auth_server import auth_server_main
 
     return auth_server_main(argv)
 
 
 def _frames(argv: list[str]) -> int:
-    from strategies.frames_command import frames_main
+    from mcp_tempest.strategies.frames_command import frames_main
 
     return frames_main(argv)
 
 
 def _fuzz(argv: list[str]) -> int:
-    from fuzz.campaign_command import fuzz_main
+    from mcp_tempest.fuzz.campaign_command import fuzz_main
 
     return fuzz_main(argv)
 
 
 def _fuzz_client(argv: list[str]) -> int:
-    from fuzz.client.command import fuzz_client_main
+    from mcp_tempest.fuzz.client.command import fuzz_client_main
 
     return fuzz_client_main(argv)
 
 
 def _replay(argv: list[str]) -> int:
-    from fuzz.replay import replay_main
+    from mcp_tempest.fuzz.replay import replay_main
 
     return replay_main(argv)
 
 
 def _load(argv: list[str]) -> int:
     """Run Locust in a fresh interpreter: its gevent patching must not meet this process."""
-    os.execv(sys.executable, [sys.executable, "-m", "load", *argv])
+    os.execv(sys.executable, [sys.executable, "-m", "mcp_tempest.load", *argv])
     return 2  # not reached
 
 
@@ -98,7 +100,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 
 
 def version_line() -> str:
-    """`mcp-gauntlet 0.1.0 (Hypothesis 6.170.17, Python 3.11.7)`: what a bug report needs."""
+    """`mcp-tempest 0.1.0 (Hypothesis 6.170.17, Python 3.11.7)`: what a bug report needs."""
     from importlib.metadata import PackageNotFoundError, version
 
     def of(name: str) -> str:
@@ -108,7 +110,7 @@ def version_line() -> str:
             return "not installed"
 
     python = ".".join(str(n) for n in sys.version_info[:3])
-    return f"mcp-gauntlet {of('mcp-gauntlet')} (Hypothesis {of('hypothesis')}, Python {python})"
+    return f"mcp-tempest {of('mcp-tempest')} (Hypothesis {of('hypothesis')}, Python {python})"
 
 
 def _asks_version(args: list[str]) -> bool:
@@ -117,12 +119,12 @@ def _asks_version(args: list[str]) -> bool:
 
 
 def _configured(name: str, args: list[str]) -> list[str]:
-    """The command's arguments with MCP_GAUNTLET_* and [tool.mcp-gauntlet] options in front."""
+    """The command's arguments with MCP_TEMPEST_* and [tool.mcp-tempest] options in front."""
     if name not in CONFIGURABLE or any(a in ("-h", "--help") for a in args):
         return args
     import importlib
 
-    from fuzz.config import apply_config
+    from mcp_tempest.fuzz.config import apply_config
 
     module, builder = CONFIGURABLE[name]
     return apply_config(name, args, getattr(importlib.import_module(module), builder)())
@@ -138,22 +140,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = COMMANDS.get(args[0])
     if command is None:
-        print(f"mcp-gauntlet: unknown command {args[0]!r}\n\n{USAGE}", file=sys.stderr)
+        print(f"mcp-tempest: unknown command {args[0]!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    from fuzz.config import ConfigError
+    from mcp_tempest.fuzz.config import ConfigError
+    from mcp_tempest.targets import renamed
 
+    renamed.adopt_old_environment(os.environ)  # before anything reads one, children included
     try:
         rest = _configured(args[0], args[1:])
     except ConfigError as exc:
-        print(f"mcp-gauntlet {args[0]}: {exc}", file=sys.stderr)
+        print(f"mcp-tempest {args[0]}: {exc}", file=sys.stderr)
         return 2
     try:
         return command(rest)
     except KeyboardInterrupt:
-        print(f"mcp-gauntlet {args[0]}: interrupted", file=sys.stderr)
+        print(f"mcp-tempest {args[0]}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # `mcp-gauntlet frames | head` closes our stdout early: that is the reader's choice, not an error.
+        # `mcp-tempest frames | head` closes our stdout early: that is the reader's choice, not an error.
         sys.stderr.close()
         return 0
 

@@ -1,4 +1,4 @@
-"""Options from the environment and from `[tool.mcp-gauntlet]` in pyproject.toml, before argparse.
+"""Options from the environment and from `[tool.mcp-tempest]` in pyproject.toml, before argparse.
 
 Why here and in this form: a CI job sets the same few options on every run (target, budget, seed,
 database, out, fail-on); writing them into pyproject.toml or the job's environment keeps command
@@ -6,12 +6,12 @@ lines short and secrets (a target URL with a token) out of them. Every layer is 
 command-line options it stands for and put *in front of* the user's own arguments, so argparse
 stays the one parser and validator, and the precedence is simply:
 
-    command line  >  MCP_GAUNTLET_<COMMAND>_<KEY>  >  MCP_GAUNTLET_<KEY>
-                  >  [tool.mcp-gauntlet.<command>]  >  [tool.mcp-gauntlet]  >  built-in default
+    command line  >  MCP_TEMPEST_<COMMAND>_<KEY>  >  MCP_TEMPEST_<KEY>
+                  >  [tool.mcp-tempest.<command>]  >  [tool.mcp-tempest]  >  built-in default
 
 Keys are option names without the dashes (`max-examples`, or `max_examples`); an environment
-variable is the key upper-cased with `_` (MCP_GAUNTLET_MAX_EXAMPLES). A key applies to a command
-only if that command has the option, so `[tool.mcp-gauntlet] target = ...` serves fuzz, probe and
+variable is the key upper-cased with `_` (MCP_TEMPEST_MAX_EXAMPLES). A key applies to a command
+only if that command has the option, so `[tool.mcp-tempest] target = ...` serves fuzz, probe and
 load alike. Options of one mutually exclusive budget (`max-examples`, `duration`) count as one:
 the highest layer that sets either wins. pyproject.toml is the first one found from the current
 directory upwards.
@@ -28,32 +28,34 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-ENV_PREFIX = "MCP_GAUNTLET_"
-TABLE = "mcp-gauntlet"
+from mcp_tempest.targets import renamed
+
+ENV_PREFIX = "MCP_TEMPEST_"
+TABLE = "mcp-tempest"
 # Options that stand for one choice: whichever layer sets one of them decides for all of them.
 EXCLUSIVE = (frozenset({"max-examples", "duration"}), frozenset({"database", "no-database"}))
 # The commands that take configuration, and where their parsers are built (one list: fuzz/cli.py
 # reads it too). A shared key or variable must be an option of at least one of them.
 CONFIGURABLE: dict[str, tuple[str, str]] = {
-    "fuzz": ("fuzz.campaign_command", "build_parser"),
-    "replay": ("fuzz.replay", "build_parser"),
-    "load": ("load.runner", "build_parser"),
+    "fuzz": ("mcp_tempest.fuzz.campaign_command", "build_parser"),
+    "replay": ("mcp_tempest.fuzz.replay", "build_parser"),
+    "load": ("mcp_tempest.load.runner", "build_parser"),
 }
 TRUE, FALSE = "true", "false"
 
 
 def not_options() -> frozenset[str]:
-    """MCP_GAUNTLET_* variables that are not options: what the harness hands its own children
+    """MCP_TEMPEST_* variables that are not options: what the harness hands its own children
     (the owner tag, the --header templates, the fork-server switch) and STATE_KEY, the shared
     requestState key the example servers under tests/servers/ read. Imported only when needed."""
-    from targets import extra_headers, fork_server, ownership
+    from mcp_tempest.targets import extra_headers, fork_server, ownership
 
     return frozenset({ownership.TAG_VAR, extra_headers.HEADERS_ENV, fork_server.DISABLE_VAR,
                       f"{ENV_PREFIX}STATE_KEY"})
 
 
 class ConfigError(Exception):
-    """A configuration file or variable mcp-gauntlet cannot use; the message is one line."""
+    """A configuration file or variable mcp-tempest cannot use; the message is one line."""
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -99,14 +101,19 @@ def _pyproject_layers(command: str, cwd: Path) -> list[Layer]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
-    table = data.get("tool", {}).get(TABLE, {})
+    tools = data.get("tool", {})
+    name = TABLE
+    if TABLE not in tools and renamed.OLD_TABLE in tools:  # a config from before the rename
+        name = renamed.OLD_TABLE
+        renamed.deprecated(f"[tool.{name}] in {path}", f"[tool.{TABLE}]")
+    table = tools.get(name, {})
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+        raise ConfigError(f"{path}: [tool.{name}] must be a table")
     own = table.get(command, {})
     if not isinstance(own, dict):
-        raise ConfigError(f"{path}: [tool.{TABLE}.{command}] must be a table")
+        raise ConfigError(f"{path}: [tool.{name}.{command}] must be a table")
     shared = {k: v for k, v in table.items() if not isinstance(v, dict)}
-    where = f"{path} [tool.{TABLE}"
+    where = f"{path} [tool.{name}"
     return [(f"{where}.{command}]", own, True), (f"{where}]", shared, False)]
 
 
@@ -122,7 +129,7 @@ def _env_layers(command: str, environ: Mapping[str, str]) -> list[Layer]:
         skip = not_options()
         mine = [k for k in mine if k not in skip]
     own = {k[len(specific):]: environ[k] for k in mine if k.startswith(specific)}
-    # Another command's own variables (MCP_GAUNTLET_LOAD_USERS) are that command's business.
+    # Another command's own variables (MCP_TEMPEST_LOAD_USERS) are that command's business.
     shared = {k[len(ENV_PREFIX):]: environ[k] for k in mine
               if not k.startswith(specific) and not any(k.startswith(o) for o in others)}
     return [(f"${specific}*", own, True), (f"${ENV_PREFIX}*", shared, False)]
@@ -200,7 +207,8 @@ def _check_value(key: str, text: str, action: argparse.Action, source: str) -> N
 def apply_config(command: str, argv: Sequence[str], parser: argparse.ArgumentParser, *,
                  environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> list[str]:
     """`argv` with the configured options in front, highest layer first among the configured ones."""
-    environ = os.environ if environ is None else environ
+    environ = dict(os.environ if environ is None else environ)
+    renamed.adopt_old_environment(environ)  # the old prefix still reads, with a warning
     options = _options_of(parser)
     taken = _given_on_command_line(argv)
     for group in EXCLUSIVE:
@@ -218,11 +226,11 @@ def apply_config(command: str, argv: Sequence[str], parser: argparse.ArgumentPar
             if key not in options:
                 if own:  # a command's own table or variable naming an option it lacks is a typo
                     raise _unknown(source, key, sorted(options), env=env,
-                                   what=f"mcp-gauntlet {command} has no option --{key}")
+                                   what=f"mcp-tempest {command} has no option --{key}")
                 everywhere = everywhere if everywhere is not None else _all_options()
                 if key not in everywhere:  # a shared key must serve some command
                     raise _unknown(source, key, sorted(everywhere), env=env,
-                                   what=f"no mcp-gauntlet command has an option --{key}")
+                                   what=f"no mcp-tempest command has an option --{key}")
                 continue  # a shared key serves the commands that have that option
             if key in taken:
                 continue

@@ -36,12 +36,12 @@ from typing import Any
 
 import orjson
 
-from fuzz.oracle.model import Signature, signature
-from targets import validate
-from targets.bounded_read import read_bounded
-from targets.wire import MODERN_VERSION
+from mcp_tempest.fuzz.oracle.model import Signature, signature
+from mcp_tempest.targets import validate
+from mcp_tempest.targets.bounded_read import read_bounded
+from mcp_tempest.targets.wire import MODERN_VERSION
 
-REPRO_FORMAT = "mcp-gauntlet/repro-1"
+REPRO_FORMAT = "mcp-tempest/repro-1"
 STRENGTHS = ("MUST", "SHOULD", "HEURISTIC")
 _STRENGTH_RANK = {name: i for i, name in enumerate(STRENGTHS)}
 
@@ -310,7 +310,7 @@ def resolved_command(argv: list[str] | tuple[str, ...], cwd: str | None = None) 
 
 def repro_document(finding: Finding, *, target: str, seed: int | None,
                    conditions: ReplayConditions | None = None) -> dict[str, Any]:
-    """The replay file: everything `mcp-gauntlet replay` and a regression test need, nothing else."""
+    """The replay file: everything `mcp-tempest replay` and a regression test need, nothing else."""
     ev = finding.evidence
     doc: dict[str, Any] = {
         "format": REPRO_FORMAT,

@@ -1,4 +1,4 @@
-"""Every Hypothesis internal mcp-gauntlet touches, in one place.
+"""Every Hypothesis internal mcp-tempest touches, in one place.
 
 Why: the campaign needs a few things Hypothesis does not offer publicly (the choice sequence of the
 running example as a cache key, the failure blob a replay decodes, a shrink-time limit per property,
@@ -169,7 +169,7 @@ def in_hypofuzz_run() -> bool:
     return bool(check()) if callable(check) else False
 
 
-HYPOFUZZ_PROFILE = "mcp-gauntlet-hypofuzz"
+HYPOFUZZ_PROFILE = "mcp-tempest-hypofuzz"
 
 
 def fuzzable_profile_under_hypofuzz() -> str | None:
@@ -243,7 +243,7 @@ def publish_hypofuzz_targets_early() -> bool:
     original = getattr(worker, "_update_targets", None)
     if worker is None or original is None or not isinstance(getattr(worker, "valid_targets", None), property):
         return False
-    if getattr(original, "_mcp_gauntlet_early", False):
+    if getattr(original, "_mcp_tempest_early", False):
         return True
 
     def _update_targets(self: Any, nodeids: Any) -> None:
@@ -252,6 +252,6 @@ def publish_hypofuzz_targets_early() -> bool:
         if state is not None:
             state["worker_state"]["valid_nodeids"] = [t.nodeid for t in self.valid_targets]
 
-    _update_targets._mcp_gauntlet_early = True  # type: ignore[attr-defined]
+    _update_targets._mcp_tempest_early = True  # type: ignore[attr-defined]
     worker._update_targets = _update_targets
     return True

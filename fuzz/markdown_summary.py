@@ -3,7 +3,7 @@
 Why: the job page is where people look first; junit.xml needs a plugin and report.html an
 artifact download. This is one table of findings with the replay command for each, then one line
 per property run, and it stays small (findings are capped) so a step summary never overflows.
-`cat gauntlet-report/summary.md >> "$GITHUB_STEP_SUMMARY"` publishes it.
+`cat tempest-report/summary.md >> "$GITHUB_STEP_SUMMARY"` publishes it.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from fuzz.findings import Finding, PropertyRun, probe_text
+from mcp_tempest.fuzz.findings import Finding, PropertyRun, probe_text
 
 if TYPE_CHECKING:
-    from fuzz.catalogue import Catalogue
+    from mcp_tempest.fuzz.catalogue import Catalogue
 
 MAX_ROWS = 50
 
@@ -30,7 +30,7 @@ def markdown_summary(
 ) -> str:
     verdict = f"{len(findings)} finding{'s' * (len(findings) != 1)}" if findings else "no findings"
     lines = [
-        f"## mcp-gauntlet fuzz: {verdict}",
+        f"## mcp-tempest fuzz: {verdict}",
         "",
         f"Target `{_cell(target)}`, seed {seed}, {examples} examples in {seconds:.0f} s"
         + (" (interrupted)" if interrupted else "") + ".",
@@ -42,7 +42,7 @@ def markdown_summary(
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for f in findings[:MAX_ROWS]:
             lines.append(f"| {f.strength} | {f.rule} | {_cell(f.title)} | {_cell(probe_text(f))} | {_cell(f.method or '-')}"
-                         f" | {f.transport} | {f.count} | `mcp-gauntlet replay {_cell(f.repro)}` |")
+                         f" | {f.transport} | {f.count} | `mcp-tempest replay {_cell(f.repro)}` |")
         if len(findings) > MAX_ROWS:
             lines.append(f"\n{len(findings) - MAX_ROWS} more in findings.json and report.html.")
         lines.append("")
@@ -51,7 +51,7 @@ def markdown_summary(
         status = f"harness error: {r.error}" if r.error else (r.note or ("skipped" if r.skipped else "ok"))
         lines.append(f"| {r.property} | {r.transport} | {r.examples} | {r.seconds:.1f} | {_cell(status)} |")
     if catalogues:
-        from fuzz.catalogue import report_markdown
+        from mcp_tempest.fuzz.catalogue import report_markdown
 
         lines += ["", *report_markdown(list(catalogues))]
     return "\n".join(lines).rstrip("\n") + "\n"

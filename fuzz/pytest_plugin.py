@@ -1,12 +1,12 @@
-"""mcp-gauntlet's pytest plugin: `--mcp-target`, and the fixtures the property suite runs on.
+"""mcp-tempest's pytest plugin: `--mcp-target`, and the fixtures the property suite runs on.
 
-Registered through the `pytest11` entry point, so installing mcp-gauntlet is enough:
+Registered through the `pytest11` entry point, so installing mcp-tempest is enough:
 
-    pytest --pyargs fuzz.properties.suite --mcp-target "stdio:python my_server.py"
+    pytest --pyargs mcp_tempest.fuzz.properties.suite --mcp-target "stdio:python my_server.py"
 
 runs every property as an ordinary Hypothesis test (so HypoFuzz can run them too), and a
 user's own tests can take the `mcp_session` fixture and call `mcp_session.check("ids", data)`.
-Without `--mcp-target` (or MCP_GAUNTLET_TARGET) the target is the built-in reference server.
+Without `--mcp-target` (or MCP_TEMPEST_TARGET) the target is the built-in reference server.
 
 `--mcp-fail-on must|should|heuristic` (default should) is the campaign's `--fail-on`: a test
 fails on a violation at or above it; weaker ones are observations, reported as pytest warnings
@@ -22,20 +22,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from fuzz.oracle.model import Violation
+    from mcp_tempest.fuzz.oracle.model import Violation
 
-TARGET_ENV = "MCP_GAUNTLET_TARGET"
+TARGET_ENV = "MCP_TEMPEST_TARGET"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("mcp-gauntlet")
+    group = parser.getgroup("mcp-tempest")
     group.addoption("--mcp-target", default=None, metavar="TARGET",
                     help="MCP server under test: stdio:<command>, http://127.0.0.1:PORT/PATH or "
-                         "http+spawn:<command with {port}> (default: env MCP_GAUNTLET_TARGET, else the "
+                         "http+spawn:<command with {port}> (default: env MCP_TEMPEST_TARGET, else the "
                          "built-in reference server)")
     group.addoption("--mcp-timeout", default=5.0, type=float, metavar="SECONDS",
                     help="how long the properties wait for each answer (default 5)")
-    from fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+    from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 
     group.addoption("--mcp-fail-on", default=DEFAULT_FAIL_ON, choices=FAIL_ON_CHOICES, metavar="STRENGTH",
                     help="the weakest strength that fails a test: must, should or heuristic (default should); "
@@ -45,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Under HypoFuzz: fuzz even where CI=true made Hypothesis derandomize, and let the hub see
     our (slow, process-spawning) tests from the start, on every Hypothesis we support."""
-    from fuzz.hypothesis_compat import (
+    from mcp_tempest.fuzz.hypothesis_compat import (
         alias_slice_comments,
         fuzzable_profile_under_hypofuzz,
         in_hypofuzz_run,
@@ -64,11 +64,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Why: HypoFuzz saves what it finds in the shared Hypothesis database under a key that includes
     the node id; Hypothesis' own plugin adds the node id only for parametrized tests. With the same
     key here, the next plain `pytest` run from the same directory replays HypoFuzz's failures first."""
-    from fuzz.hypothesis_compat import set_database_key
+    from mcp_tempest.fuzz.hypothesis_compat import set_database_key
 
     for item in items:
         test = getattr(item, "obj", None)
-        if getattr(test, "__module__", None) == "fuzz.properties.suite" and getattr(test, "is_hypothesis_test", False):
+        if getattr(test, "__module__", None) == "mcp_tempest.fuzz.properties.suite" and getattr(test, "is_hypothesis_test", False):
             set_database_key(test.hypothesis.inner_test, item.nodeid.encode())
 
 
@@ -78,6 +78,10 @@ def target_from(config: pytest.Config) -> str | None:
         given = config.getoption("--mcp-target")
     except ValueError:
         given = None
+    if not given:
+        from mcp_tempest.targets import renamed
+
+        renamed.adopt_old_environment(os.environ)
     return given or os.environ.get(TARGET_ENV) or None
 
 
@@ -89,15 +93,15 @@ class McpSession:
     """One target for a whole pytest session: probed once, processes pooled across tests."""
 
     def __init__(self, target: str | None, *, timeout: float = 5.0, fail_on: str = "should") -> None:
-        from fuzz.campaign import UnusableTarget, prepare_target
-        from targets.endpoints import open_endpoint
-        from targets.target_spec import TargetError, parse_target
+        from mcp_tempest.fuzz.campaign import UnusableTarget, prepare_target
+        from mcp_tempest.targets.endpoints import open_endpoint
+        from mcp_tempest.targets.target_spec import TargetError, parse_target
 
         try:
             spec = parse_target(target)
             self.prepared = prepare_target(spec, timeout=timeout)
         except (TargetError, UnusableTarget) as exc:
-            raise pytest.UsageError(f"mcp-gauntlet: unusable target: {exc}") from None
+            raise pytest.UsageError(f"mcp-tempest: unusable target: {exc}") from None
         self.spec = spec
         self.timeout = timeout
         self.fail_on = fail_on
@@ -110,10 +114,10 @@ class McpSession:
     def check(self, prop_name: str, data: Any) -> None:
         """Draw one case of the property, play it, and fail with the violations and transcript."""
         __tracebackhide__ = True  # the failure is the server's: pytest shows the test, not this plugin
-        from fuzz.properties.base import all_properties
-        from fuzz.properties.executor import execute
-        from fuzz.properties.judging import judge_run, primary
-        from fuzz.reports import render_transcript_text
+        from mcp_tempest.fuzz.properties.base import all_properties
+        from mcp_tempest.fuzz.properties.executor import execute
+        from mcp_tempest.fuzz.properties.judging import judge_run, primary
+        from mcp_tempest.fuzz.reports import render_transcript_text
 
         prop = all_properties()[prop_name]
         reason = prop.applicable(self.ctx)
@@ -136,7 +140,7 @@ class McpSession:
         an McpObservation warning."""
         import warnings
 
-        from fuzz.findings import strength_rank
+        from mcp_tempest.fuzz.findings import strength_rank
 
         if violations:
             self.endpoint.discard_warm()  # it took part in a violation: the next case starts clean

@@ -64,7 +64,7 @@ class ResilientRedisDatabase(ExampleDatabase):
         except self._errors as exc:
             if not self._warned:
                 self._warned = True
-                print(f"mcp-gauntlet: example database {self.url} unreachable ({exc}); "
+                print(f"mcp-tempest: example database {self.url} unreachable ({exc}); "
                       f"keeping {len(self._pending)} write(s) until it is back", file=sys.stderr)
 
     def _flush(self) -> None:

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet replay FILE [--target T] [--attempts N]`: play a reproduction again on a fresh target.
+"""`mcp-tempest replay FILE [--target T] [--attempts N]`: play a reproduction again on a fresh target.
 
 The file's case is played exactly as recorded, with the same process boundaries, every process
 fresh; values the server minted the first time (requestState, handles) are taken from this
@@ -39,10 +39,10 @@ from typing import Any, NoReturn
 
 import orjson
 
-from fuzz.oracle.model import Signature, Violation, signature
-from fuzz.properties.case import Case, Step
-from targets import auth_client, extra_headers, validate
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.oracle.model import Signature, Violation, signature
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.targets import auth_client, extra_headers, validate
+from mcp_tempest.targets.transcript import Transcript
 
 DEFAULT_TIMEOUT = 5.0
 EXIT_NO_LONGER_FAILS, EXIT_STILL_FAILS, EXIT_UNUSABLE, EXIT_FAILS_DIFFERENTLY = 0, 1, 2, 3
@@ -187,7 +187,7 @@ def case_from_transcript(doc: dict[str, Any]) -> Case:
 
 def recorded_timeouts(doc: dict[str, Any], timeout: float | None = None) -> tuple[float, float]:
     """(per-answer, start-up) seconds: an explicit `timeout` wins, else what the file recorded,
-    else the defaults of `mcp-gauntlet fuzz`."""
+    else the defaults of `mcp-tempest fuzz`."""
     rec = doc.get("timeouts") if isinstance(doc.get("timeouts"), dict) else {}
     answer = timeout if timeout is not None else _positive(rec.get("answer"), DEFAULT_TIMEOUT)
     start = _positive(rec.get("start"), max(answer, DEFAULT_TIMEOUT)) if timeout is None else max(answer, 5.0)
@@ -253,14 +253,14 @@ def replay_attempts(
 
 def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, allow_remote: bool, *,
           probe_first: bool, isolate_network: bool = False) -> ReplayOutcome:
-    from fuzz.campaign import Prepared
-    from fuzz.properties.base import Context, Property, all_properties
-    from fuzz.properties.executor import HarnessError, execute
-    from fuzz.properties.judging import judge_run
-    from fuzz.properties.surface import Surface
-    from targets.endpoints import open_endpoint
-    from targets.probe import ProbeFailure, probe
-    from targets.target_spec import TargetError, parse_target
+    from mcp_tempest.fuzz.campaign import Prepared
+    from mcp_tempest.fuzz.properties.base import Context, Property, all_properties
+    from mcp_tempest.fuzz.properties.executor import HarnessError, execute
+    from mcp_tempest.fuzz.properties.judging import judge_run
+    from mcp_tempest.fuzz.properties.surface import Surface
+    from mcp_tempest.targets.endpoints import open_endpoint
+    from mcp_tempest.targets.probe import ProbeFailure, probe
+    from mcp_tempest.targets.target_spec import TargetError, parse_target
 
     try:
         spec = parse_target(target_text, allow_remote=allow_remote, isolate_network=isolate_network)
@@ -334,13 +334,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mcp-gauntlet replay",
+    p = _Parser(prog="mcp-tempest replay",
                 description="Re-run one reproduction file (DIR/repro/<id>.json) on a fresh target and re-judge it, "
                             "with the timeouts, era policy and working directory the file recorded.",
                 epilog="Exit status: 0 no longer fails, 1 still fails: the recorded bug (duty, reaction, probe) "
                        "recurred (also when flaky: some of --attempts showed it), 2 unusable file or a target that "
                        "could not run, 3 the recorded bug did not recur but a different violation did.")
-    p.add_argument("file", help="a reproduction file written by `mcp-gauntlet fuzz`")
+    p.add_argument("file", help="a reproduction file written by `mcp-tempest fuzz`")
     p.add_argument("--target", help="replay against this target (run from the current directory) instead of the "
                                     "one in the file (run from the directory the campaign ran in)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
@@ -360,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def replay_main(argv: list[str]) -> int:
-    from fuzz.findings import load_repro
+    from mcp_tempest.fuzz.findings import load_repro
 
     auth: auth_client.Session | None = None
     try:
@@ -371,7 +371,7 @@ def replay_main(argv: list[str]) -> int:
         extra_headers.configure(args.header)  # a HeaderError is a ValueError: one line, exit 2
         path = Path(args.file)
         doc = load_repro(path)
-        from fuzz.client.replay import is_client_repro, replay_client_document
+        from mcp_tempest.fuzz.client.replay import is_client_repro, replay_client_document
 
         recorded_auth = auth_client.needs_issuer([orjson.dumps(doc).decode(), args.target or ""])
         auth = auth_client.start(args.auth or (recorded_auth and auth_client.active_issuer() is None),
@@ -384,14 +384,14 @@ def replay_main(argv: list[str]) -> int:
                                       base=path.resolve().parent, attempts=args.attempts,
                                       isolate_network=args.isolate_network)
     except (ReplayUsageError, ValueError, auth_client.AuthServerError) as exc:
-        print(f"mcp-gauntlet replay: {exc}", file=sys.stderr)
+        print(f"mcp-tempest replay: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
         if auth is not None:
             auth.close()
     outcome = verdict.shown()
     if args.show and outcome.transcript is not None:
-        from fuzz.reports import render_transcript_text
+        from mcp_tempest.fuzz.reports import render_transcript_text
 
         print("\n".join(render_transcript_text(outcome.transcript.to_json())))
     if args.json:

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write, probe_text
-from fuzz.markdown_summary import summary_bytes
-from fuzz.sarif import sarif_bytes
-from targets.frame_recipe import describe
-from targets.wire import MODERN_VERSION
+from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write, probe_text
+from mcp_tempest.fuzz.markdown_summary import summary_bytes
+from mcp_tempest.fuzz.sarif import sarif_bytes
+from mcp_tempest.targets.frame_recipe import describe
+from mcp_tempest.targets.wire import MODERN_VERSION
 
 if TYPE_CHECKING:
-    from fuzz.catalogue import Catalogue
+    from mcp_tempest.fuzz.catalogue import Catalogue
 
 # --- what both reports say of a finding ---
 
@@ -34,7 +34,7 @@ def replay_command(f: Finding, out_dir: Path | None) -> str:
     """The replay hint as printed: with the repro file's absolute path, so the command works as
     printed from any directory (the project root, the report's folder, a CI workspace)."""
     path = (out_dir / f.repro).resolve() if out_dir is not None else Path(f.repro)
-    return f"mcp-gauntlet replay {shlex.quote(str(path))}"
+    return f"mcp-tempest replay {shlex.quote(str(path))}"
 
 
 def where_seen(f: Finding) -> str:
@@ -89,11 +89,11 @@ def junit_xml(
             results[key] = "passed"
     counts = {kind: str(sum(1 for r in results.values() if r == kind)) for kind in ("failure", "error", "skipped")}
     root = ET.Element(
-        "testsuites", name="mcp-gauntlet fuzz", tests=str(len(cases)), failures=counts["failure"],
+        "testsuites", name="mcp-tempest fuzz", tests=str(len(cases)), failures=counts["failure"],
         errors=counts["error"], skipped=counts["skipped"], time=f"{seconds:.3f}",
     )
     suite = ET.SubElement(
-        root, "testsuite", name=f"mcp-gauntlet fuzz {target}", tests=str(len(cases)),
+        root, "testsuite", name=f"mcp-tempest fuzz {target}", tests=str(len(cases)),
         failures=counts["failure"], errors=counts["error"], skipped=counts["skipped"], time=f"{seconds:.3f}",
         timestamp=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
     )
@@ -103,7 +103,7 @@ def junit_xml(
     for key in sorted(cases):
         run = cases[key]
         case = ET.SubElement(
-            suite, "testcase", classname=f"mcp_gauntlet.fuzz.{run.property}",
+            suite, "testcase", classname=f"mcp_tempest.fuzz.{run.property}",
             name=f"{run.property}[{run.transport}]", time=f"{run.seconds:.3f}",
         )
         here = [f for f in failing if f.seen_in(*key)]
@@ -232,10 +232,10 @@ def report_html(
     head = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>mcp-gauntlet fuzz: {e(target)}</title>",
+        f"<title>mcp-tempest fuzz: {e(target)}</title>",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<style>{_CSS}</style></head><body>",
-        "<h1>mcp-gauntlet fuzz report</h1>",
+        "<h1>mcp-tempest fuzz report</h1>",
         f'<p class="sub">target <code>{e(target)}</code> &middot; revision {MODERN_VERSION} '
         f"&middot; seed {e(str(seed))} &middot; {examples} examples in {seconds:.1f} s &middot; {verdict}"
         f" &middot; fail-on {e(fail_on)}"
@@ -280,7 +280,7 @@ def report_html(
         )
     body.append("</table>")
     if catalogues:
-        from fuzz.catalogue import report_html as catalogue_html
+        from mcp_tempest.fuzz.catalogue import report_html as catalogue_html
 
         body += catalogue_html(list(catalogues))
     body.append("</body></html>")
@@ -313,7 +313,7 @@ def _finding_section(f: Finding, out_dir: Path | None) -> str:
         for name, p in sorted(f.probes.items()):
             path = (out_dir / p.repro).resolve() if out_dir is not None else p.repro
             parts.append(f"<tr><td>{e(name)}</td><td>{e(p.probe_rule or '-')}</td><td>{p.count}</td>"
-                         f"<td><code>mcp-gauntlet replay {e(str(path))}</code></td></tr>")
+                         f"<td><code>mcp-tempest replay {e(str(path))}</code></td></tr>")
         parts.append("</table>")
     if ev.note:
         parts.append(f"<p>{e(ev.note)}</p>")

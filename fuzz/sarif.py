@@ -14,24 +14,24 @@ from typing import Any
 
 import orjson
 
-from fuzz.findings import Finding, probe_text
+from mcp_tempest.fuzz.findings import Finding, probe_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"MUST": "error", "SHOULD": "warning"}
-INFORMATION_URI = "https://pypi.org/project/mcp-gauntlet/"
+INFORMATION_URI = "https://pypi.org/project/mcp-tempest/"
 
 
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("mcp-gauntlet")
+        return version("mcp-tempest")
     except PackageNotFoundError:
         return "0+unknown"
 
 
 def _rule_text(rule: str, fallback: str) -> str:
-    from fuzz.oracle.model import RULES
+    from mcp_tempest.fuzz.oracle.model import RULES
 
     known = RULES.get(rule)
     return known.description if known is not None and known.description else fallback
@@ -53,15 +53,15 @@ def sarif_log(findings: Sequence[Finding], *, target: str, seed: int | None, out
             "ruleId": f.rule,
             "level": LEVEL.get(f.strength, "note"),
             "message": {"text": f"{f.strength} {f.rule}: {f.title} ({where}; seen {f.count}x). "
-                                f"Reproduce: mcp-gauntlet replay {f.repro}"},
+                                f"Reproduce: mcp-tempest replay {f.repro}"},
             "locations": [{"physicalLocation": {"artifactLocation": {
                 "uri": f.repro, **({"uriBaseId": "OUT"} if out_uri else {})}}}],
-            "partialFingerprints": {"mcpGauntletFinding/v1": f.id},
+            "partialFingerprints": {"mcpTempestFinding/v1": f.id},
             "properties": {"method": f.method, "transport": f.transport, "mutation": f.mutation,
                            "count": f.count, "property": f.property, "flaky": f.flaky},
         })
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "mcp-gauntlet", "version": _version(), "informationUri": INFORMATION_URI,
+        "tool": {"driver": {"name": "mcp-tempest", "version": _version(), "informationUri": INFORMATION_URI,
                             "rules": list(rules.values())}},
         "results": results,
         "properties": {"target": target, "seed": seed, "revision": "2026-07-28"},

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from fuzz.oracle.model import Violation
-from fuzz.token_count import count_tokens, definition_text
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.token_count import count_tokens, definition_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class Text:
 
 def catalogue_texts(items: dict[str, list[Any]], instructions: str | None) -> list[Text]:
     """Every string a host may put into the prompt: all of each definition, keys and values."""
-    from fuzz.catalogue import METHOD, item_name
+    from mcp_tempest.fuzz.catalogue import METHOD, item_name
 
     out: list[Text] = []
     if instructions:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from load import gates as gates_mod
+from mcp_tempest.load import gates as gates_mod
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +192,7 @@ def html(rep: dict[str, Any]) -> str:
     """capacity.html: the answer, the per-step table and p99 / throughput against the rate."""
     from html import escape
 
-    from load.charts import STYLE, Chart, Series, svg
+    from mcp_tempest.load.charts import STYLE, Chart, Series, svg
 
     steps = sorted(rep["steps"], key=lambda r: r["rate"])
     bounds = [(f"objective {o}", float(o.split("<")[-1].strip("= ")))
@@ -209,7 +209,7 @@ def html(rep: dict[str, Any]) -> str:
         f"<td>{r['p50_ms'] or 0:.2f}</td><td>{r['p99_ms'] or 0:.2f}</td><td>{r['max_ms'] or 0:.2f}</td>"
         f"<td class=\"{'ok' if r['held'] else 'bad'}\">{'held' if r['held'] else 'broke'}</td></tr>"
         for i, r in enumerate(rep["steps"]))
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-gauntlet capacity</title>"
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-tempest capacity</title>"
             f"<style>{STYLE}</style></head><body><h1>Capacity search</h1>"
             f"<p><b>{escape(conclusion(rep))}</b></p><p>endpoints: {escape(', '.join(rep['endpoints']))}; "
             f"steps of {rep['step_s']:g} s, open model</p>{svg(p99)}{svg(rps)}"

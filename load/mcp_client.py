@@ -33,7 +33,7 @@ import gevent.ssl
 from geventhttpclient._parser import HTTPParseError
 from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketResponse
 
-from targets import auth_client, extra_headers, wire
+from mcp_tempest.targets import auth_client, extra_headers, wire
 
 # Failure kinds (the prefix before any detail); summary.json reports them verbatim.
 TIMEOUT = "timeout"

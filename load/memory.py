@@ -6,7 +6,7 @@ are warm. So growth is measured from a point after warm-up (a quarter of the run
 the run, per instance, and the largest growth is compared with a threshold. Only processes the
 harness started are sampled: for an `http://` target we do not know which process serves it.
 
-Runs in the `mcp-gauntlet load` process, outside Locust: a plain thread and psutil, no gevent.
+Runs in the `mcp-tempest load` process, outside Locust: a plain thread and psutil, no gevent.
 """
 
 from __future__ import annotations

@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from load.recorder import OPERATION, REQUEST, SETUP, Recorder, setup_name
-from load.schema_values import arguments_for, harvest_handles, missing_handles, object_for
-from targets import wire
+from mcp_tempest.load.recorder import OPERATION, REQUEST, SETUP, Recorder, setup_name
+from mcp_tempest.load.schema_values import arguments_for, harvest_handles, missing_handles, object_for
+from mcp_tempest.targets import wire
 
 if TYPE_CHECKING:  # importing mcp_client pulls in gevent, which the runner must not
-    from load.mcp_client import Reply
+    from mcp_tempest.load.mcp_client import Reply
 
 # The client capabilities every load request declares: elicitation (form), so MRTR can happen
 # (MRTR-05 forbids an elicitation input request to a client that did not declare it).
@@ -102,7 +102,7 @@ def answer_input_request(request: Any, rng: random.Random) -> dict[str, Any] | N
         return {
             "role": "assistant",
             "content": {"type": "text", "text": "ok"},
-            "model": "mcp-gauntlet-load",
+            "model": "mcp-tempest-load",
             "stopReason": "endTurn",
         }
     if method == "roots/list":

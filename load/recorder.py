@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from load.histogram import ExactHistogram
+from mcp_tempest.load.histogram import ExactHistogram
 
 # Sample categories: a "request" is one HTTP POST (a plain call or one MRTR leg) and counts
 # towards the run's request total; an "operation" is a whole MRTR unit of work made of legs.

@@ -13,9 +13,9 @@ import html
 import math
 from typing import Any
 
-from load.charts import STYLE, Chart, Series, svg
-from load.recorder import OPERATION
-from load.summary import describe_model
+from mcp_tempest.load.charts import STYLE, Chart, Series, svg
+from mcp_tempest.load.recorder import OPERATION
+from mcp_tempest.load.summary import describe_model
 
 _COLS = ("count", "failures", "rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms")
 _HEAD = ("name", "count", "fail", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "1st event p99")
@@ -120,7 +120,7 @@ def render(summary: dict[str, Any]) -> str:
     mem_text = ("not sampled (the harness did not start the server)" if not memory.get("sampled") else
                 f"growth after warm-up {memory.get('growth_mb')} MB (threshold {memory.get('threshold_mb')} MB)")
     return "".join([
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-gauntlet load report</title>",
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-tempest load report</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<h1>Load run against {_e(summary.get('target', ''))}</h1>",
         f"<p>{status}</p><p>{_e(describe_model(summary.get('model') or {}))}</p>",

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet load`: start the target, run Locust on load/users.py, judge the result.
+"""`mcp-tempest load`: start the target, run Locust on load/users.py, judge the result.
 
 This process never imports Locust or gevent: it parses the options, starts the server instances
 (the embedded reference server by default, or an `http+spawn:` command), checks each answers
@@ -28,16 +28,16 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from load import capacity
-from load import gates as gates_mod
-from load import report as report_mod
-from load.memory import MemorySampler, analyse, describe
-from load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
-from load.summary import consistency, format_table, read_json, summary_line, write_json
-from targets import auth_client, extra_headers, ownership, processes, validate, wire
-from targets.http_deadline import deadline_connection, read_capped
-from targets.spawn_pool import SpawnPool, free_ports
-from targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
+from mcp_tempest.load import capacity
+from mcp_tempest.load import gates as gates_mod
+from mcp_tempest.load import report as report_mod
+from mcp_tempest.load.memory import MemorySampler, analyse, describe
+from mcp_tempest.load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
+from mcp_tempest.load.summary import consistency, format_table, read_json, summary_line, write_json
+from mcp_tempest.targets import auth_client, extra_headers, ownership, processes, validate, wire
+from mcp_tempest.targets.http_deadline import deadline_connection, read_capped
+from mcp_tempest.targets.spawn_pool import SpawnPool, free_ports
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec, isolated, parse_target, reference_command
 
 USERS_FILE = Path(__file__).with_name("users.py")
 PROGRESS_FILE = "progress.jsonl"
@@ -51,12 +51,12 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"mcp-gauntlet load: error: {message}\n")
+        self.exit(2, f"mcp-tempest load: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="mcp-gauntlet load",
+        prog="mcp-tempest load",
         description="A Locust load run with interleaved MRTR operations against a Streamable HTTP MCP server.",
     )
     p.add_argument("--target", default=None,
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", type=int, default=1, help="server instances to start, used round-robin (default 1)")
     p.add_argument("--processes", type=int, default=1,
                    help="Locust processes generating load (>1: Locust master + that many workers)")
-    p.add_argument("--out", default=None, help="output directory (default ./gauntlet-out/load-<timestamp>/)")
+    p.add_argument("--out", default=None, help="output directory (default ./tempest-out/load-<timestamp>/)")
     p.add_argument("--check-every", type=int, default=10, help="judge every K-th response with the oracle (0: never)")
     p.add_argument("--fail-on", action="append", default=[], metavar="GATE",
                    help="fail (exit 1) when [NAME:]METRIC OP VALUE holds, e.g. 'p99_ms>50'; repeatable")
@@ -300,7 +300,7 @@ def _run_locust(cmd: list[str], log_path: Path, deadline_s: float, progress: _Pr
         try:
             proc = processes.spawn(cmd, pipes=False, output=log.fileno())
         except processes.SpawnError as exc:
-            log.write(f"mcp-gauntlet load: cannot start Locust: {exc}\n".encode())
+            log.write(f"mcp-tempest load: cannot start Locust: {exc}\n".encode())
             return 2
         deadline = time.monotonic() + deadline_s
         try:
@@ -403,7 +403,7 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     return run_s, gates, margin, baseline
 
 
-TMP_PREFIX = "mcp-gauntlet-load-"
+TMP_PREFIX = "mcp-tempest-load-"
 
 
 def load_main(argv: list[str]) -> int:
@@ -415,7 +415,7 @@ def load_main(argv: list[str]) -> int:
         # before any process starts: the Locust processes find the issuer through the environment
         auth = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
     except (UsageError, auth_client.AuthServerError) as exc:
-        print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
+        print(f"mcp-tempest load: error: {exc}", file=sys.stderr)
         return 2
     try:
         return _load_main(args, run_s, gates, margin, baseline)
@@ -430,20 +430,20 @@ def _load_main(args: argparse.Namespace, run_s: float, gates: list[gates_mod.Gat
         try:
             spec = _target(args, Path(tmp))
         except UsageError as exc:
-            print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
+            print(f"mcp-tempest load: error: {exc}", file=sys.stderr)
             return 2
-        out = Path(args.out) if args.out else Path("gauntlet-out") / f"load-{datetime.now():%Y%m%d-%H%M%S}"
+        out = Path(args.out) if args.out else Path("tempest-out") / f"load-{datetime.now():%Y%m%d-%H%M%S}"
         try:  # the one writability check every command shares (targets/validate.py)
             validate.writable_dir(out, "--out")
             out.mkdir(parents=True, exist_ok=True)
         except (validate.InputError, OSError) as exc:
-            print(f"mcp-gauntlet load: error: {exc}", file=sys.stderr)
+            print(f"mcp-tempest load: error: {exc}", file=sys.stderr)
             return 2
         previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             return _run(args, spec, out, run_s, gates, margin, baseline)
         except Terminated:
-            print("mcp-gauntlet load: terminated; Locust and the servers were stopped", file=sys.stderr)
+            print("mcp-tempest load: terminated; Locust and the servers were stopped", file=sys.stderr)
             return 143
         finally:
             for sig, handler in previous.items():
@@ -478,7 +478,7 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
         step_args = argparse.Namespace(**{**vars(args), "rate": rate})
         status = _locust_run(step_args, urls, step_out, step_s, label, show_progress=False)
         if status is None or not (step_out / "summary.json").is_file():
-            print(f"mcp-gauntlet load: error: the step at {rate:g}/s did not finish; see {step_out / 'locust.log'}",
+            print(f"mcp-tempest load: error: the step at {rate:g}/s did not finish; see {step_out / 'locust.log'}",
                   file=sys.stderr)
             return None
         summary = read_json(step_out / "summary.json")
@@ -532,7 +532,7 @@ def _run(
             try:
                 pool.start()
             except TargetError as exc:
-                print(f"mcp-gauntlet load: unusable target: {exc}", file=sys.stderr)
+                print(f"mcp-tempest load: unusable target: {exc}", file=sys.stderr)
                 return 2
             urls = pool.urls
         else:
@@ -540,7 +540,7 @@ def _run(
         for url in urls:
             problem = discover_ok(url, args.timeout)
             if problem is not None:
-                print(f"mcp-gauntlet load: unusable target: {problem}", file=sys.stderr)
+                print(f"mcp-tempest load: unusable target: {problem}", file=sys.stderr)
                 return 2
         if pool is not None:
             sampler = MemorySampler([p.pid for p in pool.processes if p is not None]).start()
@@ -561,10 +561,10 @@ def _run(
         if pool is not None:
             pool.stop()
     if status is None:
-        print(f"mcp-gauntlet load: error: Locust did not finish in time; see {out / 'locust.log'}", file=sys.stderr)
+        print(f"mcp-tempest load: error: Locust did not finish in time; see {out / 'locust.log'}", file=sys.stderr)
         return 2
     if not summary_path.is_file():
-        print(f"mcp-gauntlet load: error: Locust exited with status {status} without a summary; "
+        print(f"mcp-tempest load: error: Locust exited with status {status} without a summary; "
               f"see {out / 'locust.log'}", file=sys.stderr)
         return 2
     summary = read_json(summary_path)

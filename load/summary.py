@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from load.histogram import PERCENTILES, ExactHistogram
-from load.recorder import BACKLOG, OPERATION, OVERALL_KINDS, REQUEST, SETUP, Recorder
+from mcp_tempest.load.histogram import PERCENTILES, ExactHistogram
+from mcp_tempest.load.recorder import BACKLOG, OPERATION, OVERALL_KINDS, REQUEST, SETUP, Recorder
 
 REVISION = "2026-07-28"
 

@@ -5,7 +5,7 @@ Use it with plain Locust:
     locust -f load/users.py --host http://127.0.0.1:PORT/mcp --headless -u 20 -r 20 -t 30s \\
         --mix tools/list=2,tools/call=3,mrtr=4 --mcp-summary out/summary.json
 
-or through `mcp-gauntlet load`, which starts the target, runs this file in a Locust subprocess and
+or through `mcp-tempest load`, which starts the target, runs this file in a Locust subprocess and
 turns the result into a verdict. Distributed runs use Locust's own modes (`--processes K`, or
 `--master` plus `--worker` processes on other machines); the exact statistics of every worker
 reach the master in Locust's periodic worker reports and in one final flush when the test stops,
@@ -37,17 +37,25 @@ import orjson
 from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
-from load.mcp_client import TIMEOUT, McpHttp
-from load.operations import DEFAULT_MIX, Checker, MixError, Options, Session, parse_mix, warmup_exchanges
-from load.pacing import Pacer
-from load.recorder import BACKLOG, BACKLOG_NAME, Recorder
-from load.summary import build_summary, format_table, write_json
+from mcp_tempest.load.mcp_client import TIMEOUT, McpHttp
+from mcp_tempest.load.operations import (
+    DEFAULT_MIX,
+    Checker,
+    MixError,
+    Options,
+    Session,
+    parse_mix,
+    warmup_exchanges,
+)
+from mcp_tempest.load.pacing import Pacer
+from mcp_tempest.load.recorder import BACKLOG, BACKLOG_NAME, Recorder
+from mcp_tempest.load.summary import build_summary, format_table, write_json
 
-log = logging.getLogger("mcp-gauntlet.load")
+log = logging.getLogger("mcp-tempest.load")
 
-FLUSH_MESSAGE = "mcp_gauntlet_flush"
-FINAL_MESSAGE = "mcp_gauntlet_final"
-REPORT_KEY = "mcp_gauntlet"
+FLUSH_MESSAGE = "mcp_tempest_flush"
+FINAL_MESSAGE = "mcp_tempest_final"
+REPORT_KEY = "mcp_tempest"
 FLUSH_TIMEOUT_S = 15.0
 CSV_SETTLE_S = 1.2
 # Open model: how often _watch_loop notes that the event loop runs, and how long without a note
@@ -64,17 +72,17 @@ def _load_judge(warm: bool) -> tuple[Any, str]:
     in the first seconds of the run, so a process that runs users warms it before any starts.
     """
     try:
-        from fuzz.oracle import judge_response  # pure rule functions, no asyncio, no locust
+        from mcp_tempest.fuzz.oracle import judge_response  # pure rule functions, no asyncio, no locust
     except Exception as exc:  # noqa: BLE001 - a missing or broken oracle only disables checking
         return None, f"unavailable ({type(exc).__name__}: {exc})"
     if not warm:
-        return judge_response, "fuzz.oracle.judge_response"
+        return judge_response, "mcp_tempest.fuzz.oracle.judge_response"
     try:
         for request, response in warmup_exchanges():
             judge_response(request, response, http_status=200, headers={"content-type": "application/json"})
     except Exception as exc:  # noqa: BLE001
         return None, f"unusable ({type(exc).__name__}: {exc})"
-    return judge_response, "fuzz.oracle.judge_response"
+    return judge_response, "mcp_tempest.fuzz.oracle.judge_response"
 
 
 def _checking_disabled(argv: list[str]) -> bool:
@@ -123,7 +131,7 @@ STATE = _Process()
 
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
-    group = parser.add_argument_group("mcp-gauntlet", "MCP load options (load/users.py)")
+    group = parser.add_argument_group("mcp-tempest", "MCP load options (load/users.py)")
     group.add_argument("--mix", default=DEFAULT_MIX,
                        help=f"weighted request mix NAME=W,... (default {DEFAULT_MIX})")
     group.add_argument("--check-every", type=int, default=10,

@@ -5,7 +5,7 @@ small number of distinct checks (audience, expiry, not-before, issuer, signature
 key id, scope, where the token travels), and each is a bug class of its own. Every case names
 the AUTH rule it probes (fuzz/oracle/auth.py) and the HTTP statuses a correct server may answer.
 
-A case travels as a directive, the reserved request header `Mcp-Gauntlet-Auth: NAME`, which the
+A case travels as a directive, the reserved request header `Mcp-Tempest-Auth: NAME`, which the
 driver strips from the wire and carries out (targets/auth_server.py): it asks the harness's
 authorization server for a freshly minted token of that kind at send time and puts it where the
 case says. The transcript records the directive and a `{auth:NAME}` placeholder where the token
@@ -28,9 +28,9 @@ SCOPE: Final = "mcp"
 #: Where a resource server publishes its protected resource metadata (RFC 9728 section 3).
 PRM_PATH: Final = "/.well-known/oauth-protected-resource"
 #: The reserved request header naming a request's token case (stripped from the wire).
-AUTH_DIRECTIVE: Final = "Mcp-Gauntlet-Auth"
+AUTH_DIRECTIVE: Final = "Mcp-Tempest-Auth"
 #: Environment variable naming the authorization server of this process tree (set by --auth).
-ISSUER_ENV: Final = "GAUNTLET_AUTH_ISSUER"  # not MCP_GAUNTLET_*: those are options (fuzz/config.py)
+ISSUER_ENV: Final = "TEMPEST_AUTH_ISSUER"  # not MCP_TEMPEST_*: those are options (fuzz/config.py)
 #: The `http+spawn:` command placeholder replaced by that URL.
 ISSUER_PLACEHOLDER: Final = "{issuer}"
 
@@ -101,8 +101,8 @@ MINTED: Final = frozenset(c.name for c in _CASES if c.placement in ("header", "q
 #: RFC 9728 well-known URI: the endpoint's path appended, section 3.1, or the host's root, which
 #: MCP clients try next). The recorded request names the endpoint and the issuer they are judged by.
 METADATA_AT: Final[dict[str, bool]] = {"metadata-path": True, "metadata-root": False}
-RESOURCE_HEADER: Final = "Mcp-Gauntlet-Resource"
-ISSUER_HEADER: Final = "Mcp-Gauntlet-Issuer"
+RESOURCE_HEADER: Final = "Mcp-Tempest-Resource"
+ISSUER_HEADER: Final = "Mcp-Tempest-Issuer"
 
 
 def metadata_url(resource: str, *, with_path: bool) -> str:

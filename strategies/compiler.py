@@ -36,7 +36,7 @@ import orjson
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from strategies import formats
+from mcp_tempest.strategies import formats
 
 JSON_SAFE_INT = 2**53 - 1
 
@@ -715,8 +715,8 @@ class SchemaCompiler:
         return int(lo), int(hi)
 
 
-_CONSTANT_ATTR = "_gauntlet_constant"
-_FILL_ATTR = "_gauntlet_fill"
+_CONSTANT_ATTR = "_tempest_constant"
+_FILL_ATTR = "_tempest_fill"
 
 
 def constant(value: Any) -> st.SearchStrategy[Any]:

@@ -20,10 +20,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from strategies import formats
-from strategies import protocol as p
-from strategies.compiler import JSON_SAFE_INT, constant, record
-from strategies.schema_source import SchemaSource, default_source
+from mcp_tempest.strategies import formats
+from mcp_tempest.strategies import protocol as p
+from mcp_tempest.strategies.compiler import JSON_SAFE_INT, constant, record
+from mcp_tempest.strategies.schema_source import SchemaSource, default_source
 
 CLIENT_NOTIFICATION = "notifications/cancelled"
 MRTR_RETRY_FIELDS = frozenset({"inputResponses", "requestState"})
@@ -219,7 +219,7 @@ def valid_result(
     if result_type == p.RESULT_INPUT_REQUIRED:
         if method not in source.input_required_methods:
             raise ValueError(f"{method!r} cannot answer input_required (MRTR-01)")
-        from strategies.mrtr import input_required_result
+        from mcp_tempest.strategies.mrtr import input_required_result
 
         return input_required_result()
     if result_type != p.RESULT_COMPLETE:
@@ -248,5 +248,5 @@ def valid_response(
 def unknown_method_names() -> st.SearchStrategy[str]:
     """Method names no revision defines (shaped like real ones, so routing code is exercised)."""
     return st.tuples(
-        st.sampled_from(["tools", "resources", "prompts", "gauntlet", "server"]), formats.identifier(1, 8)
+        st.sampled_from(["tools", "resources", "prompts", "tempest", "server"]), formats.identifier(1, 8)
     ).map(lambda t: f"{t[0]}/x-{t[1]}")

@@ -1,7 +1,7 @@
-"""`mcp-gauntlet frames`: print generated frames, valid or malformed, one JSON line each.
+"""`mcp-tempest frames`: print generated frames, valid or malformed, one JSON line each.
 
 Why a command: to see what the fuzzer sends, to feed a server by hand
-(`mcp-gauntlet frames --method tools/call --count 5 | my-server`), and to list the
+(`mcp-tempest frames --method tools/call --count 5 | my-server`), and to list the
 malformed catalogue with the rule each mutation probes. Output is deterministic in `--seed`.
 
 Line format: a frame is printed as its JSON; a byte-level mutation as
@@ -19,10 +19,10 @@ from typing import Any, TextIO
 
 import orjson
 
-from strategies.malformed import MUTATIONS, MalformedCase, base_methods, catalogue, malformed_case
-from strategies.sampling import draw_examples
-from strategies.schema_source import SchemaSourceError, load_schema_source
-from targets.validate import InputError, frame_size
+from mcp_tempest.strategies.malformed import MUTATIONS, MalformedCase, base_methods, catalogue, malformed_case
+from mcp_tempest.strategies.sampling import draw_examples
+from mcp_tempest.strategies.schema_source import SchemaSourceError, load_schema_source
+from mcp_tempest.targets.validate import InputError, frame_size
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +35,7 @@ class _UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mcp-gauntlet frames", description="Print generated MCP frames, one JSON line each.")
+    parser = _Parser(prog="mcp-tempest frames", description="Print generated MCP frames, one JSON line each.")
     parser.add_argument("--method", help="request method or notifications/cancelled (default: any)")
     parser.add_argument("--malformed", metavar="NAME", help="apply this mutation (see --list)")
     parser.add_argument("--count", type=int, default=10, help="how many frames (default 10)")
@@ -110,7 +110,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"frames: {len(cases)} frames{extra}, mutation {args.malformed} ({rule}){where}\n")
         return 0
 
-    from strategies.frames import any_valid_frame, client_methods, valid_frame
+    from mcp_tempest.strategies.frames import any_valid_frame, client_methods, valid_frame
 
     if args.method:
         if args.method not in client_methods(source):
@@ -126,16 +126,16 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def frames_main(argv: list[str]) -> int:
-    """Entry point for `mcp-gauntlet frames ...` (the CLI passes the arguments after `frames`)."""
+    """Entry point for `mcp-tempest frames ...` (the CLI passes the arguments after `frames`)."""
     out = sys.stdout
     try:
         args = _parser().parse_args(argv)
         return _run(args, out, sys.stderr)
     except _UsageError as exc:
-        sys.stderr.write(f"mcp-gauntlet frames: error: {exc}\n")
+        sys.stderr.write(f"mcp-tempest frames: error: {exc}\n")
         return 2
     except SchemaSourceError as exc:
-        sys.stderr.write(f"mcp-gauntlet frames: error: {exc}\n")
+        sys.stderr.write(f"mcp-tempest frames: error: {exc}\n")
         return 2
     except BrokenPipeError:  # `frames ... | head`
         return 0

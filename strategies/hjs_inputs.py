@@ -12,7 +12,7 @@ for speed.
 
 When it is used: only for a tool schema that names one of `HJS_KEYWORDS`, has no `$ref` cycle
 (hypothesis-jsonschema cannot resolve recursive references), and only when hypothesis-jsonschema
-is installed (`pip install "mcp-gauntlet[hjs]"`) and draws on the installed Hypothesis.
+is installed (`pip install "mcp-tempest[hjs]"`) and draws on the installed Hypothesis.
 
 Why an adapter rather than a cap: 0.23.1 (the newest release) drives Hypothesis' private
 `conjecture.utils.many` through `more()`/`reject()`; Hypothesis 6.170.10 turned

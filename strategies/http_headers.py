@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from strategies import protocol as p
-from targets import wire
+from mcp_tempest.strategies import protocol as p
+from mcp_tempest.targets import wire
 
 
 def encode_header_value(value: str) -> str:

@@ -28,19 +28,19 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from strategies import formats
-from strategies import http_headers as hh
-from strategies import protocol as p
-from strategies.expectation import FOUR_XX, Expectation
-from strategies.frames import (
+from mcp_tempest.strategies import formats
+from mcp_tempest.strategies import http_headers as hh
+from mcp_tempest.strategies import protocol as p
+from mcp_tempest.strategies.expectation import FOUR_XX, Expectation
+from mcp_tempest.strategies.frames import (
     unknown_method_names,
     valid_notification,
     valid_request,
     valid_response,
 )
-from strategies.mrtr import input_required_result, retry_for
-from strategies.schema_source import SchemaSource, default_source
-from targets import wire
+from mcp_tempest.strategies.mrtr import input_required_result, retry_for
+from mcp_tempest.strategies.schema_source import SchemaSource, default_source
+from mcp_tempest.targets import wire
 
 # -- expected reactions (names for the kinds of `strategies.expectation.Expectation`) ----------------
 
@@ -396,7 +396,7 @@ def _legacy(method: str, extra: Callable[[Draw, dict[str, Any]], dict[str, Any]]
 
 
 def _legacy_initialize(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
-    info = base["params"]["_meta"].get(p.CLIENT_INFO_KEY) or {"name": "gauntlet", "version": "0"}
+    info = base["params"]["_meta"].get(p.CLIENT_INFO_KEY) or {"name": "tempest", "version": "0"}
     params = {"protocolVersion": draw(st.sampled_from(["2025-11-25", "2025-06-18", "2025-03-26"])),
               "capabilities": {}, "clientInfo": _copy(info)}
     frame = {"jsonrpc": p.JSONRPC, "id": base["id"], "method": "initialize", "params": params}
@@ -466,7 +466,7 @@ def _replace(name: str, values: st.SearchStrategy[str]) -> Callable[[Draw, dict[
 
 
 def _method_mismatch(draw: Draw, base: dict[str, Any], headers: dict[str, str]) -> None:
-    from strategies.schema_source import METHOD_ORDER
+    from mcp_tempest.strategies.schema_source import METHOD_ORDER
 
     others = [m for m in (*METHOD_ORDER, "ping") if m != base["method"]]
     headers[p.H_METHOD] = draw(st.sampled_from(others))
@@ -539,10 +539,10 @@ def _state_foreign(draw: Draw, base: dict[str, Any], env: _Env) -> _Built:
         params["uri"] = params["uri"] + "-foreign"
     elif frame["method"] == "prompts/get":
         args = params.setdefault("arguments", {})
-        args["gauntletForeign"] = "x" * (1 + draw(st.integers(0, 3)))  # prompt arguments are strings
+        args["tempestForeign"] = "x" * (1 + draw(st.integers(0, 3)))  # prompt arguments are strings
     else:
         args = params.setdefault("arguments", {})
-        args["gauntletForeign"] = 1 + draw(st.integers(0, 9))
+        args["tempestForeign"] = 1 + draw(st.integers(0, 9))
     return _Built(frames=[frame])
 
 
@@ -876,7 +876,7 @@ DEFAULT_OVERSIZE = 1 << 20
 
 
 def catalogue() -> list[dict[str, Any]]:
-    """Every mutation as a JSON-able row (what `mcp-gauntlet frames --list` prints)."""
+    """Every mutation as a JSON-able row (what `mcp-tempest frames --list` prints)."""
     return [m.summary() for m in _CATALOGUE]
 
 
@@ -898,7 +898,7 @@ def get_mutation(name: str) -> Mutation:
     try:
         return MUTATIONS[name]
     except KeyError:
-        raise ValueError(f"unknown mutation {name!r} (see `mcp-gauntlet frames --list`)") from None
+        raise ValueError(f"unknown mutation {name!r} (see `mcp-tempest frames --list`)") from None
 
 
 def base_methods(name: str, schema_source: SchemaSource | None = None) -> tuple[str, ...]:

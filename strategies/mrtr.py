@@ -24,9 +24,9 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from strategies import formats
-from strategies import protocol as p
-from strategies.compiler import JSON_SAFE_INT, CompileError, SchemaCompiler, constant, record
+from mcp_tempest.strategies import formats
+from mcp_tempest.strategies import protocol as p
+from mcp_tempest.strategies.compiler import JSON_SAFE_INT, CompileError, SchemaCompiler, constant, record
 
 ELICIT = "elicitation/create"
 SAMPLING = "sampling/createMessage"
@@ -263,7 +263,7 @@ def sampling_response(params: Mapping[str, Any] | None = None) -> st.SearchStrat
         {
             "role": constant("assistant"),
             "content": record({"type": constant("text"), "text": _text}),
-            "model": st.sampled_from(["gauntlet-model", "test-model"]),
+            "model": st.sampled_from(["tempest-model", "test-model"]),
         },
         stopReason=st.sampled_from(["endTurn", "maxTokens", "stopSequence"]),
     )
@@ -358,8 +358,8 @@ def retry_for(
 # -- deterministic answers (no Hypothesis at run time: load users, replays) --------------------------
 
 _FORMAT_EXAMPLES = {
-    "email": "gauntlet@example.com",
-    "uri": "https://example.com/gauntlet",
+    "email": "tempest@example.com",
+    "uri": "https://example.com/tempest",
     "date": "2026-07-28",
     "date-time": "2026-07-28T00:00:00Z",
 }
@@ -414,11 +414,11 @@ def fulfil(input_req: Mapping[str, Any], *, action: str = ACCEPT) -> dict[str, A
         return {
             "role": "assistant",
             "content": {"type": "text", "text": "ok"},
-            "model": "gauntlet-model",
+            "model": "tempest-model",
             "stopReason": "endTurn",
         }
     if method == ROOTS:
-        return {"roots": [{"uri": "file:///tmp/gauntlet", "name": "gauntlet"}]}
+        return {"roots": [{"uri": "file:///tmp/tempest", "name": "tempest"}]}
     return None
 
 

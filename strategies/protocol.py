@@ -21,7 +21,7 @@ SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 REQUIRED_META_KEYS = (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY)
 
 # A vendor `_meta` key of our own: valid per the key grammar (META-10), not reserved.
-PADDING_META_KEY = "dev.gauntlet/padding"
+PADDING_META_KEY = "dev.tempest/padding"
 
 RESULT_COMPLETE = "complete"
 RESULT_INPUT_REQUIRED = "input_required"

@@ -25,9 +25,9 @@ from typing import Any, get_args
 import orjson
 from jsonschema import Draft202012Validator
 
-from strategies import errata
-from strategies.compiler import SchemaCompiler
-from targets import wire
+from mcp_tempest.strategies import errata
+from mcp_tempest.strategies.compiler import SchemaCompiler
+from mcp_tempest.targets import wire
 
 REVISION = "2026-07-28"
 DEFS_PREFIX = "#/$defs/"

@@ -24,15 +24,15 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from strategies import formats
-from strategies import http_headers as hh
-from strategies.compiler import CompileError, SchemaCompiler, constant, record
-from strategies.frames import request_ids, request_meta, valid_request
-from strategies.hjs_inputs import hjs_arguments, only_valid
-from strategies.schema_source import SchemaSource, default_source
+from mcp_tempest.strategies import formats
+from mcp_tempest.strategies import http_headers as hh
+from mcp_tempest.strategies.compiler import CompileError, SchemaCompiler, constant, record
+from mcp_tempest.strategies.frames import request_ids, request_meta, valid_request
+from mcp_tempest.strategies.hjs_inputs import hjs_arguments, only_valid
+from mcp_tempest.strategies.schema_source import SchemaSource, default_source
 
 _TEMPLATE_VAR = re.compile(r"\{[+#./;?&]?([^{}]+)\}")
-MISSING_PREFIX = "gauntlet-missing-"
+MISSING_PREFIX = "tempest-missing-"
 
 
 def _items(result: Any, key: str) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from strategies.auth_tokens import (
+from mcp_tempest.strategies.auth_tokens import (
     AUTH_DIRECTIVE,
     ISSUER_ENV,
     ISSUER_HEADER,
@@ -157,7 +157,7 @@ AUTH_HELP = ("act as the target's OAuth authorization server: start one on 127.0
              "replaces {issuer} in an http+spawn: command), send every request with a valid token it minted, "
              "and, in fuzz, probe the target's token checks (the auth property, AUTH-* rules)")
 ISSUER_HELP = ("with --auth: use the authorization server already running at this loopback URL "
-               "(`mcp-gauntlet auth-server`) instead of starting one")
+               "(`mcp-tempest auth-server`) instead of starting one")
 
 
 def add_options(parser: Any) -> None:
@@ -188,7 +188,7 @@ def start(auth: bool, issuer: str | None, *, announce: Any = None) -> Session | 
         return None
     if issuer is not None:
         return Session(None, use_issuer(issuer))
-    from targets.auth_server import AuthServer  # the JOSE library, only now
+    from mcp_tempest.targets.auth_server import AuthServer  # the JOSE library, only now
 
     server = AuthServer()
     use_issuer(server.issuer)

@@ -26,7 +26,7 @@ import orjson
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
-from strategies.auth_tokens import MINTED, SCOPE
+from mcp_tempest.strategies.auth_tokens import MINTED, SCOPE
 
 LIFETIME_S: Final = 3600
 #: An audience and an issuer that are not this campaign's: loopback, port 1 (nothing listens).
@@ -35,7 +35,7 @@ OTHER_ISSUER: Final = "http://127.0.0.1:1/another-issuer"
 ALG: Final = "RS256"
 
 
-from targets.auth_client import METADATA_PATH, AuthServerError  # noqa: E402,F401 - one definition of each
+from mcp_tempest.targets.auth_client import METADATA_PATH, AuthServerError  # noqa: E402,F401 - one definition of each
 
 
 def _b64(data: bytes) -> str:
@@ -48,7 +48,7 @@ class AuthServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         if host not in ("127.0.0.1", "::1"):
             raise AuthServerError(f"the authorization server binds loopback only, not {host}")
-        self._key = RSAKey.generate_key(2048, parameters={"kid": f"gauntlet-{secrets.token_hex(4)}", "use": "sig",
+        self._key = RSAKey.generate_key(2048, parameters={"kid": f"tempest-{secrets.token_hex(4)}", "use": "sig",
                                                           "alg": ALG})
         self._foreign = RSAKey.generate_key(2048, parameters={"kid": f"unpublished-{secrets.token_hex(4)}"})
         self.jwks = KeySet([self._key]).as_dict(private=False)
@@ -117,7 +117,7 @@ class AuthServer:
     def mint(self, case: str, resource: str, *, scope: str = SCOPE) -> str:
         """A token of the named case for `resource` (the server's canonical URL, RFC 8707)."""
         now = int(time.time())
-        claims: dict[str, Any] = {"iss": self.issuer, "sub": "mcp-gauntlet", "client_id": "mcp-gauntlet",
+        claims: dict[str, Any] = {"iss": self.issuer, "sub": "mcp-tempest", "client_id": "mcp-tempest",
                                   "aud": resource, "iat": now, "exp": now + LIFETIME_S,
                                   "jti": secrets.token_hex(8), "scope": scope}
         key = self._key
@@ -160,23 +160,23 @@ class AuthServer:
 
 
 def auth_server_main(argv: list[str]) -> int:
-    """`mcp-gauntlet auth-server`: run one until SIGINT/SIGTERM, for a server started by hand
+    """`mcp-tempest auth-server`: run one until SIGINT/SIGTERM, for a server started by hand
     (`--auth-issuer URL` of the server, then `fuzz --auth --auth-issuer URL`)."""
     import argparse
     import signal
     import sys
 
-    parser = argparse.ArgumentParser(prog="mcp-gauntlet auth-server",
+    parser = argparse.ArgumentParser(prog="mcp-tempest auth-server",
                                      description="A loopback OAuth authorization server minting test tokens.")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
-        print("mcp-gauntlet auth-server: error: --port must be 0..65535", file=sys.stderr)
+        print("mcp-tempest auth-server: error: --port must be 0..65535", file=sys.stderr)
         return 2
     try:
         server = AuthServer(port=args.port)
     except OSError as exc:
-        print(f"mcp-gauntlet auth-server: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}",
+        print(f"mcp-tempest auth-server: error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2
     stop = threading.Event()

@@ -5,7 +5,7 @@ parent-death signal reaches only the process the harness started, so a wrapper's
 (`sh -c`, `npx`) used to survive a SIGKILL of the harness. Membership of a cgroup is inherited
 by every descendant and cannot be left by an unprivileged process, and `cgroup.kill` (Linux
 5.14) kills all of it at once. The harness keeps its servers' cgroups under one directory of its
-own, `<its cgroup>/mcp-gauntlet-<pid>`, which the guardian (`targets.ownership`) empties and
+own, `<its cgroup>/mcp-tempest-<pid>`, which the guardian (`targets.ownership`) empties and
 removes when the harness is gone, even after a SIGKILL.
 
 Where there is no such hierarchy (cgroup v1 only, read-only, no `cgroup.kill`), `available()`
@@ -70,7 +70,7 @@ def harness_root() -> Path | None:
             return None
         parent = mount / own.lstrip("/")
         _sweep_stale(parent)
-        root = parent / f"mcp-gauntlet-{os.getpid()}"
+        root = parent / f"mcp-tempest-{os.getpid()}"
         try:
             root.mkdir(exist_ok=True)
         except OSError as exc:
@@ -102,7 +102,7 @@ def _sweep_stale(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             name = entry.name
-            if not name.startswith("mcp-gauntlet-") or not name[13:].isdigit():
+            if not name.startswith("mcp-tempest-") or not name[13:].isdigit():
                 continue
             if Path(f"/proc/{name[13:]}").exists():
                 continue

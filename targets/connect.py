@@ -13,13 +13,13 @@ import threading
 from collections.abc import Mapping
 from typing import Final
 
-from targets.connection import DEFAULT_LINE_CAP, DEFAULT_TIMEOUT, Connection
-from targets.http_driver import HttpConnection
-from targets.processes import SpawnError
-from targets.spawn_pool import DEFAULT_READY_TIMEOUT, SpawnPool
-from targets.stdio_driver import DEFAULT_CLOSE_GRACE, StdioConnection, StdioPool
-from targets.target_spec import TargetError, TargetSpec, parse_target
-from targets.transcript import Transcript
+from mcp_tempest.targets.connection import DEFAULT_LINE_CAP, DEFAULT_TIMEOUT, Connection
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.processes import SpawnError
+from mcp_tempest.targets.spawn_pool import DEFAULT_READY_TIMEOUT, SpawnPool
+from mcp_tempest.targets.stdio_driver import DEFAULT_CLOSE_GRACE, StdioConnection, StdioPool
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec, parse_target
+from mcp_tempest.targets.transcript import Transcript
 
 DEFAULT_PRESTART: Final = 1
 

@@ -13,9 +13,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from targets import wire
-from targets.transcript import Event, EventKind, Transcript
-from targets.transports import Transport
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Event, EventKind, Transcript
+from mcp_tempest.targets.transports import Transport
 
 DEFAULT_TIMEOUT: Final = 10.0
 DEFAULT_LINE_CAP: Final = 16 * 1024 * 1024

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from targets.connection import Connection
-from targets.target_spec import TargetSpec
-from targets.transcript import Transcript
-from targets.transports import Transport
+from mcp_tempest.targets.connection import Connection
+from mcp_tempest.targets.target_spec import TargetSpec
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transports import Transport
 
 
 class HarnessError(RuntimeError):

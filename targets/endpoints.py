@@ -22,15 +22,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from targets.connection import Connection, next_proc
-from targets.endpoint import Endpoint, HarnessError
-from targets.http_driver import HttpConnection
-from targets.processes import SpawnError
-from targets.spawn_pool import SpawnPool
-from targets.stdio_driver import StdioConnection, StdioPool
-from targets.target_spec import TargetError, TargetSpec
-from targets.transcript import Transcript
-from targets.transports import HTTP, STDIO
+from mcp_tempest.targets.connection import Connection, next_proc
+from mcp_tempest.targets.endpoint import Endpoint, HarnessError
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.processes import SpawnError
+from mcp_tempest.targets.spawn_pool import SpawnPool
+from mcp_tempest.targets.stdio_driver import StdioConnection, StdioPool
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transports import HTTP, STDIO
 
 
 class Background:
@@ -44,7 +44,7 @@ class Background:
     def submit(self, fn: Callable[[], Any]) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="mcp-gauntlet-cleanup", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="mcp-tempest-cleanup", daemon=True)
                 self._thread.start()
         try:
             self._queue.put_nowait(fn)
@@ -198,7 +198,7 @@ class _Spare:
     def __init__(self, spec: TargetSpec, ready_timeout: float) -> None:
         self.pool = SpawnPool(spec, 1, ready_timeout=ready_timeout)
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._start, name="mcp-gauntlet-spawn", daemon=True)
+        self.thread = threading.Thread(target=self._start, name="mcp-tempest-spawn", daemon=True)
         self.thread.start()
 
     def _start(self) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 
 import orjson
 
-HEADERS_ENV = "MCP_GAUNTLET_HTTP_HEADER_TEMPLATES"
+HEADERS_ENV = "MCP_TEMPEST_HTTP_HEADER_TEMPLATES"
 SENSITIVE = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
 REDACTED = "<redacted>"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -43,12 +43,12 @@ from typing import Final
 
 import orjson
 
-from targets import ownership
-from targets.cgroups import ServerCgroup, new_server_cgroup
-from targets.processes import ManagedProcess, SpawnError, register, spawn
-from targets.stderr_ring import capture
+from mcp_tempest.targets import ownership
+from mcp_tempest.targets.cgroups import ServerCgroup, new_server_cgroup
+from mcp_tempest.targets.processes import ManagedProcess, SpawnError, register, spawn
+from mcp_tempest.targets.stderr_ring import capture
 
-DISABLE_VAR: Final = "MCP_GAUNTLET_NO_FORK_SERVER"
+DISABLE_VAR: Final = "MCP_TEMPEST_NO_FORK_SERVER"
 _READY_TIMEOUT: Final = 60.0
 
 # The zygote: argv = [interpreter, "-c", ZYGOTE, control fd, "script"|"module", path-or-name, *server args]
@@ -169,7 +169,7 @@ def child(fds, tag, cgroup, isolate, go):
         if fd > 2:
             os.close(fd)
     ctl.close()
-    os.environ["MCP_GAUNTLET_OWNER"] = tag
+    os.environ["MCP_TEMPEST_OWNER"] = tag
     if "random" in sys.modules:  # a fresh process draws its own seed; a fork would repeat the zygote's
         sys.modules["random"].seed()
     import ctypes

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from strategies.auth_tokens import AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER
-from targets import auth_client, extra_headers, wire
-from targets.connection import (
+from mcp_tempest.strategies.auth_tokens import AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER
+from mcp_tempest.targets import auth_client, extra_headers, wire
+from mcp_tempest.targets.connection import (
     DEFAULT_LINE_CAP,
     DEFAULT_TIMEOUT,
     NOISE_KEEP_BYTES,
@@ -32,9 +32,9 @@ from targets.connection import (
     frame_bytes_and_message,
     is_response_to,
 )
-from targets.http_deadline import deadline_connection
-from targets.transcript import Transcript
-from targets.transports import HTTP
+from mcp_tempest.targets.http_deadline import deadline_connection
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transports import HTTP
 
 READ_CHUNK: Final = 64 * 1024
 DEFAULT_SSE_LINGER: Final = 0.25
@@ -266,7 +266,7 @@ class HttpConnection(Connection):
         for index, plan in plans:
             thread = threading.Thread(
                 target=self._exchange, args=(plan, index, deadline), kwargs={"barrier": barrier},
-                name=f"mcp-gauntlet-http-{index}", daemon=True,
+                name=f"mcp-tempest-http-{index}", daemon=True,
             )
             threads.append(thread)
             thread.start()
@@ -291,7 +291,7 @@ class HttpConnection(Connection):
         self._streams.add(stream)
         stream.thread = threading.Thread(
             target=self._exchange, args=(plan, index, self._deadline(max_duration)),
-            kwargs={"stream": stream}, name=f"mcp-gauntlet-sse-{index}", daemon=True,
+            kwargs={"stream": stream}, name=f"mcp-tempest-sse-{index}", daemon=True,
         )
         stream.thread.start()
         return stream

@@ -68,7 +68,7 @@ def _try_in_thread() -> tuple[bool, str]:
             return
         result.append((True, ""))
 
-    thread = threading.Thread(target=attempt, name="mcp-gauntlet-netns-check", daemon=True)
+    thread = threading.Thread(target=attempt, name="mcp-tempest-netns-check", daemon=True)
     thread.start()
     thread.join()
     return result[0] if result else (False, "the network namespace check failed")
@@ -114,7 +114,7 @@ class LoopbackBridge:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
-        threading.Thread(target=self._accept, name="mcp-gauntlet-netns-bridge", daemon=True).start()
+        threading.Thread(target=self._accept, name="mcp-tempest-netns-bridge", daemon=True).start()
 
     def _accept(self) -> None:
         while True:
@@ -127,7 +127,7 @@ class LoopbackBridge:
                     client.close()
                     return
                 self._open.add(client)
-            threading.Thread(target=self._relay, args=(client,), name="mcp-gauntlet-netns-relay",
+            threading.Thread(target=self._relay, args=(client,), name="mcp-tempest-netns-relay",
                              daemon=True).start()
 
     def _relay(self, client: socket.socket) -> None:

@@ -1,7 +1,7 @@
 """Making sure nothing a server started outlives it: subreaper, parent-death signal, an env tag.
 
 - A server that double-forks and calls `setsid` leaves its process group, so `killpg` misses
-  the daemon. Every server is started with `MCP_GAUNTLET_OWNER=<harness pid>.<serial>` in its
+  the daemon. Every server is started with `MCP_TEMPEST_OWNER=<harness pid>.<serial>` in its
   environment, which its daemons inherit; ending a server also kills every process carrying its
   tag. The harness is a child subreaper (Linux), so those orphans become its children (not
   init's) and are reaped by it instead of lingering as zombies.
@@ -35,9 +35,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from targets import cgroups
+from mcp_tempest.targets import cgroups
 
-TAG_VAR: Final = "MCP_GAUNTLET_OWNER"
+TAG_VAR: Final = "MCP_TEMPEST_OWNER"
 _PR_SET_PDEATHSIG: Final = 1
 _PR_SET_CHILD_SUBREAPER: Final = 36
 
@@ -214,7 +214,7 @@ def run_in_spawner(job: Callable[[], T]) -> T:
         return job()
     with _spawner_lock:
         if _spawner is None:
-            _spawner = threading.Thread(target=_spawner_loop, name="mcp-gauntlet-spawner", daemon=True)
+            _spawner = threading.Thread(target=_spawner_loop, name="mcp-tempest-spawner", daemon=True)
             _spawner.start()
     if threading.current_thread() is _spawner:
         return job()

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet probe`: which era a server speaks, and what it offers (DIGEST 5.3).
+"""`mcp-tempest probe`: which era a server speaks, and what it offers (DIGEST 5.3).
 
 The probe is the first thing a user runs against a new target, so its failures must explain
 themselves: a command that does not exist, a server that dies at once, one that never answers,
@@ -23,20 +23,20 @@ from typing import Any, Final, NoReturn
 
 import orjson
 
-from targets import auth_client, extra_headers, validate, wire
-from targets.connect import Target
-from targets.connection import Connection, is_response_to
-from targets.http_driver import HttpConnection
-from targets.processes import SpawnError
-from targets.stdio_driver import StdioPool
-from targets.target_spec import TargetError, TargetSpec, parse_target
-from targets.transcript import Event, Transcript
+from mcp_tempest.targets import auth_client, extra_headers, validate, wire
+from mcp_tempest.targets.connect import Target
+from mcp_tempest.targets.connection import Connection, is_response_to
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.processes import SpawnError
+from mcp_tempest.targets.stdio_driver import StdioPool
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec, parse_target
+from mcp_tempest.targets.transcript import Event, Transcript
 
 DEFAULT_PROBE_TIMEOUT: Final = 10.0
 DEFAULT_MAX_PAGES: Final = 20
 LISTS: Final = (("tools", "tools/list", "tools"), ("resources", "resources/list", "resources"),
                 ("prompts", "prompts/list", "prompts"))
-# What `mcp-gauntlet catalogue` reads besides: the templates are definitions the host prompt carries too.
+# What `mcp-tempest catalogue` reads besides: the templates are definitions the host prompt carries too.
 CATALOGUE_LISTS: Final = (*LISTS, ("resourceTemplates", "resources/templates/list", "resourceTemplates"))
 # The capability that advertises each list (the templates come with `resources`).
 _CAPABILITY: Final = {"resourceTemplates": "resources"}
@@ -508,9 +508,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def probe_main(argv: list[str]) -> int:
-    """`mcp-gauntlet probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
+    """`mcp-tempest probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
     parser = _Parser(
-        prog="mcp-gauntlet probe",
+        prog="mcp-tempest probe",
         description="Report which MCP era a server speaks and what it lists (DIGEST 5.3).",
     )
     parser.add_argument("--target", help="stdio:<cmd>, http://127.0.0.1:PORT/PATH or http+spawn:<cmd with {port}> "

@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from targets import netns, ownership
-from targets.cgroups import ServerCgroup, new_server_cgroup
-from targets.stderr_ring import StderrRing, capture, release
+from mcp_tempest.targets import netns, ownership
+from mcp_tempest.targets.cgroups import ServerCgroup, new_server_cgroup
+from mcp_tempest.targets.stderr_ring import StderrRing, capture, release
 
 STDERR_TAIL_BYTES: Final = 8192
 _POLL_STEP: Final = 0.005
@@ -214,13 +214,13 @@ class ManagedProcess:
 
 
 def _resolve_own_script(argv: Sequence[str]) -> list[str]:
-    """`mcp-gauntlet serve ...` names our own console script, which sits beside this interpreter.
+    """`mcp-tempest serve ...` names our own console script, which sits beside this interpreter.
 
-    Users run `.venv/bin/mcp-gauntlet fuzz --target "stdio:mcp-gauntlet serve --bug X"` without
+    Users run `.venv/bin/mcp-tempest fuzz --target "stdio:mcp-tempest serve --bug X"` without
     activating the venv; the target should still mean the reference server of this installation.
     """
-    if argv and argv[0] == "mcp-gauntlet" and shutil.which("mcp-gauntlet") is None:
-        beside = Path(sys.executable).with_name("mcp-gauntlet")
+    if argv and argv[0] == "mcp-tempest" and shutil.which("mcp-tempest") is None:
+        beside = Path(sys.executable).with_name("mcp-tempest")
         if beside.is_file():
             return [str(beside), *argv[1:]]
     return list(argv)

@@ -16,11 +16,11 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
-from targets import wire
-from targets.http_deadline import deadline_connection
-from targets.netns import LoopbackBridge
-from targets.processes import ManagedProcess, SpawnError, spawn
-from targets.target_spec import TargetError, TargetSpec
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.http_deadline import deadline_connection
+from mcp_tempest.targets.netns import LoopbackBridge
+from mcp_tempest.targets.processes import ManagedProcess, SpawnError, spawn
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec
 
 DEFAULT_READY_TIMEOUT: Final = 30.0
 LOOPBACK: Final = "127.0.0.1"

@@ -59,7 +59,7 @@ class _Pump:
             os.set_blocking(self._wake_r, False)
             os.set_blocking(self._wake_w, False)
             self._sel.register(self._wake_r, selectors.EVENT_READ)
-            threading.Thread(target=self._run, name="mcp-gauntlet-stderr", daemon=True).start()
+            threading.Thread(target=self._run, name="mcp-tempest-stderr", daemon=True).start()
         return self._sel
 
     def add(self, fd: int) -> StderrRing:

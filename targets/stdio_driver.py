@@ -21,8 +21,8 @@ from typing import Any, Final
 
 import orjson
 
-from targets import wire
-from targets.connection import (
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connection import (
     DEFAULT_LINE_CAP,
     DEFAULT_TIMEOUT,
     NOISE_KEEP_BYTES,
@@ -33,11 +33,11 @@ from targets.connection import (
     frame_bytes_and_message,
     next_proc,
 )
-from targets.fork_server import ForkOrder, ForkServer, end_process, start_fork_server
-from targets.processes import ManagedProcess, SpawnError, spawn
-from targets.target_spec import TargetSpec
-from targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Transcript
-from targets.transports import STDIO
+from mcp_tempest.targets.fork_server import ForkOrder, ForkServer, end_process, start_fork_server
+from mcp_tempest.targets.processes import ManagedProcess, SpawnError, spawn
+from mcp_tempest.targets.target_spec import TargetSpec
+from mcp_tempest.targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Transcript
+from mcp_tempest.targets.transports import STDIO
 
 READ_CHUNK: Final = 1024 * 1024
 OVERSIZE_HEAD: Final = 256

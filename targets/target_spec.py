@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
-from targets import auth_client
-from targets.transcript import Transcript
-from targets.transports import HTTP, STDIO, Transport
+from mcp_tempest.targets import auth_client
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transports import HTTP, STDIO, Transport
 
 TargetKind = Literal["stdio", "http", "http+spawn"]
 
@@ -67,7 +67,7 @@ class TargetSpec:
 
 def reference_command(*extra: str) -> list[str]:
     """How to start the embedded reference server with this very interpreter."""
-    return [sys.executable, "-m", "targets.reference", *extra]
+    return [sys.executable, "-m", "mcp_tempest.targets.reference", *extra]
 
 
 def default_target(transport: Literal["stdio", "http"] = "stdio", *bugs: str) -> TargetSpec:
@@ -111,7 +111,7 @@ def parse_target(
 
 def isolated(spec: TargetSpec) -> TargetSpec:
     """`spec` with `--isolate-network` on; TargetError where that cannot be honoured."""
-    from targets import netns
+    from mcp_tempest.targets import netns
 
     if spec.kind == "http":
         raise TargetError("--isolate-network needs a target the harness starts (stdio: or http+spawn:), "

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from targets import frame_recipe
-from targets.transports import Transport, transport_named
+from mcp_tempest.targets import frame_recipe
+from mcp_tempest.targets.transports import Transport, transport_named
 
 # Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
 # module-wide lock keeps each event's index, which `ref` points at, exact, and leaves the

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Final, get_args
 from urllib.parse import urlsplit
 
-from targets.target_spec import is_loopback_host
-from targets.transcript import EventKind
+from mcp_tempest.targets import renamed
+from mcp_tempest.targets.target_spec import is_loopback_host
+from mcp_tempest.targets.transcript import EventKind
 
 # The longest wait any option may ask for: a week. More than that is a typo, and values near
 # float's range overflow poll()'s milliseconds and socket timeouts.
@@ -56,7 +57,7 @@ def writable_dir(path: str | Path, flag: str) -> Path:
         existing = existing.parent
     if not existing.is_dir():
         raise InputError(f"{flag} {p} cannot be created: {existing} is a file")
-    probe = existing / f".mcp-gauntlet-write-check-{uuid.uuid4().hex}"
+    probe = existing / f".mcp-tempest-write-check-{uuid.uuid4().hex}"
     try:
         probe.write_bytes(b"")
         probe.unlink()
@@ -97,11 +98,12 @@ _KINDS: Final = frozenset(get_args(EventKind))  # the transcript's own list: one
 def repro_document(doc: Any, name: str) -> dict[str, Any]:
     """`doc` when it has the shape of a reproduction file, else InputError naming the first bad field."""
     if not isinstance(doc, dict):
-        raise InputError(f"{name} is not an mcp-gauntlet reproduction file (not a JSON object)")
+        raise InputError(f"{name} is not an mcp-tempest reproduction file (not a JSON object)")
     transcript = doc.get("transcript")
     if not isinstance(transcript, dict):
-        raise InputError(f"{name} is not an mcp-gauntlet reproduction file (no transcript)")
+        raise InputError(f"{name} is not an mcp-tempest reproduction file (no transcript)")
     _typed(doc, _DOC_FIELDS, name)
+    doc = renamed.upgrade_document(doc)  # a file written before the rename replays as it did
     if not isinstance(transcript.get("target"), str) or transcript.get("transport") not in ("stdio", "http"):
         raise InputError(f"{name}: transcript.target must be a string and transcript.transport stdio or http")
     events = transcript.get("events", [])

@@ -66,7 +66,7 @@ NAME_HEADER_FIELD: Final[Mapping[str, str]] = {
     "resources/read": "uri",
 }
 
-HARNESS_CLIENT_INFO: Final[Mapping[str, str]] = {"name": "mcp-gauntlet", "version": "0.1.0"}
+HARNESS_CLIENT_INFO: Final[Mapping[str, str]] = {"name": "mcp-tempest", "version": "0.1.0"}
 
 # --- Building messages ---
 

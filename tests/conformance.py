@@ -131,7 +131,7 @@ def _summary(scenario: str, passed: bool, exit_code: int | None, checks: tuple[C
 def run_scenario(url: str, scenario: str, timeout: float = 60.0) -> ScenarioRun:
     """Run one scenario against `url`; never raises for a failing or hanging server."""
     _check_url(url)
-    with tempfile.TemporaryDirectory(prefix="gauntlet-conformance-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tempest-conformance-") as tmp:
         out_dir = Path(tmp)
         argv = conformance_argv(url, scenario, out_dir, timeout)
         env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}

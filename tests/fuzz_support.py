@@ -1,7 +1,7 @@
-"""Helpers shared by the fuzz tests: run the real `mcp-gauntlet` console script, find leftovers.
+"""Helpers shared by the fuzz tests: run the real `mcp-tempest` console script, find leftovers.
 
 Every campaign in these tests runs the command a user runs (a subprocess of this interpreter's
-`mcp-gauntlet`), against real servers, with a fixed seed; the reference server gets a private
+`mcp-tempest`), against real servers, with a fixed seed; the reference server gets a private
 `--db` per test so tests never see each other's state.
 """
 
@@ -16,18 +16,18 @@ from pathlib import Path
 import psutil
 
 PYTHON = sys.executable
-CLI = [PYTHON, "-m", "fuzz.cli"]
+CLI = [PYTHON, "-m", "mcp_tempest.fuzz.cli"]
 
 
 def reference_stdio(db: Path, *bugs: str) -> str:
-    args = [PYTHON, "-m", "targets.reference", "--transport", "stdio", "--db", str(db)]
+    args = [PYTHON, "-m", "mcp_tempest.targets.reference", "--transport", "stdio", "--db", str(db)]
     for bug in bugs:
         args += ["--bug", bug]
     return "stdio:" + shlex.join(args)
 
 
 def reference_http(db: Path, *bugs: str) -> str:
-    args = [PYTHON, "-m", "targets.reference", "--transport", "http", "--port", "{port}", "--db", str(db)]
+    args = [PYTHON, "-m", "mcp_tempest.targets.reference", "--transport", "http", "--port", "{port}", "--db", str(db)]
     for bug in bugs:
         args += ["--bug", bug]
     return "http+spawn:" + shlex.join(args)

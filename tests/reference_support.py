@@ -24,11 +24,11 @@ import orjson
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from targets import wire
+from mcp_tempest.targets import wire
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = PROJECT_ROOT.parent / "shared" / "spec" / "2026-07-28" / "schema.json"
-SERVE = [sys.executable, "-m", "targets.reference"]
+SERVE = [sys.executable, "-m", "mcp_tempest.targets.reference"]
 
 RESULT_DEFS: dict[str, str] = {
     "server/discover": "DiscoverResult",

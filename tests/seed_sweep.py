@@ -1,5 +1,5 @@
 """The seed sweep shared by tests/test_seed_sweep.py and tests/benchmarks/bench_seed_sweep.py:
-every property over both transports on the built-in reference server, one `mcp-gauntlet fuzz`
+every property over both transports on the built-in reference server, one `mcp-tempest fuzz`
 per seed, exactly as a user runs it. A correct server must draw zero findings at every seed."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def sweep_seed(seed: int, max_examples: int, *, timeout: float = 900.0) -> SeedR
     with tempfile.TemporaryDirectory(prefix=f"seed-sweep-{seed}-") as tmp:
         out = Path(tmp) / "out"
         proc = subprocess.run(
-            [sys.executable, "-m", "fuzz.cli", "fuzz", "--max-examples", str(max_examples), "--seed", str(seed),
+            [sys.executable, "-m", "mcp_tempest.fuzz.cli", "fuzz", "--max-examples", str(max_examples), "--seed", str(seed),
              "--out", str(out)],
             cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
         )

@@ -2,7 +2,7 @@
 resource server, the AUTH rules in both directions, and the auth mutants found by campaigns.
 
 Everything runs for real: the authorization server is a loopback HTTP server minting tokens with
-joserfc, the reference server fetches its JWKS, campaigns are the `mcp-gauntlet` command."""
+joserfc, the reference server fetches its JWKS, campaigns are the `mcp-tempest` command."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from fuzz.oracle.registry import RULES, judge, judge_response
-from strategies.auth_tokens import AUTH_DIRECTIVE, TOKEN_CASES, TokenCase
-from targets import auth_client, wire
-from targets.auth_server import AuthServer
-from targets.http_driver import HttpConnection
-from targets.transcript import Transcript
-from targets.transports import transport_named
+from mcp_tempest.fuzz.oracle.registry import RULES, judge, judge_response
+from mcp_tempest.strategies.auth_tokens import AUTH_DIRECTIVE, TOKEN_CASES, TokenCase
+from mcp_tempest.targets import auth_client, wire
+from mcp_tempest.targets.auth_server import AuthServer
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transports import transport_named
 from tests.fuzz_support import last_line, reference_http, run_cli
 
 DISCOVER = wire.build_request(1, "server/discover", {})
@@ -39,7 +39,7 @@ def issuer() -> Iterator[AuthServer]:
 
 
 def _serve(issuer: AuthServer, db: Path, *bugs: str) -> tuple[subprocess.Popen[str], str]:
-    args = [sys.executable, "-m", "targets.reference", "--transport", "http", "--port", "0", "--db", str(db),
+    args = [sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", "http", "--port", "0", "--db", str(db),
             "--auth-issuer", issuer.issuer]
     for bug in bugs:
         args += ["--bug", bug]
@@ -225,15 +225,15 @@ def test_the_python_sdk_as_a_resource_server_passes_and_unprotected_fails(tmp_pa
 
 
 def test_a_running_server_and_a_running_auth_server_are_fuzzed_with_auth_issuer(tmp_path: Path) -> None:
-    """`mcp-gauntlet auth-server` for a server started by hand; fuzz and probe adopt it."""
-    issuer_proc = subprocess.Popen([sys.executable, "-m", "fuzz.cli", "auth-server"], stdout=subprocess.PIPE,
+    """`mcp-tempest auth-server` for a server started by hand; fuzz and probe adopt it."""
+    issuer_proc = subprocess.Popen([sys.executable, "-m", "mcp_tempest.fuzz.cli", "auth-server"], stdout=subprocess.PIPE,
                                    text=True)
     server = None
     try:
         assert issuer_proc.stdout is not None
         issuer_url = issuer_proc.stdout.readline().split()[2]
         assert issuer_url.startswith("http://127.0.0.1:")
-        server = subprocess.Popen([sys.executable, "-m", "targets.reference", "--transport", "http", "--port", "0",
+        server = subprocess.Popen([sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", "http", "--port", "0",
                                    "--db", str(tmp_path / "db.sqlite"), "--auth-issuer", issuer_url,
                                    "--bug", "auth-audience-unchecked"], stderr=subprocess.PIPE, text=True)
         assert server.stderr is not None

@@ -19,12 +19,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from targets.bounded_read import MAX_FILE_BYTES, TooLarge, inflate_bounded
-from targets.validate import InputError, repro_document, seconds
+from mcp_tempest.targets.bounded_read import MAX_FILE_BYTES, TooLarge, inflate_bounded
+from mcp_tempest.targets.validate import InputError, repro_document, seconds
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [PY, "-m", "fuzz.cli"]
+CLI = [PY, "-m", "mcp_tempest.fuzz.cli"]
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -237,7 +237,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_full_disk_mid_campaign_is_one_line_and_exit_2_with_valid_files(tiny_disk: Path, tmp_path: Path) -> None:
-    target = (f"stdio:{PY} -m targets.reference --transport stdio --db {tmp_path / 's.sqlite3'} "
+    target = (f"stdio:{PY} -m mcp_tempest.targets.reference --transport stdio --db {tmp_path / 's.sqlite3'} "
               "--bug missing-result-type")
     out = tiny_disk / "out"
     proc = run("fuzz", "--target", target, "--max-examples", "10", "--seed", "2", "--out", str(out),

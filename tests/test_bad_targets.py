@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from targets.probe import probe_main
-from targets.processes import group_members
-from targets.spawn_pool import free_ports
+from mcp_tempest.targets.probe import probe_main
+from mcp_tempest.targets.processes import group_members
+from mcp_tempest.targets.spawn_pool import free_ports
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,7 +175,7 @@ def test_as_a_real_process_no_traceback_and_nothing_left(tmp_path: Path) -> None
     """The same contract seen from outside: the probe's own process exits 2 with one line."""
     target, pidfile = bad(tmp_path, "silent")
     out = subprocess.run(
-        [PY, "-m", "targets.probe", "--target", target, "--timeout", "1"],
+        [PY, "-m", "mcp_tempest.targets.probe", "--target", target, "--timeout", "1"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )
     assert out.returncode == 2

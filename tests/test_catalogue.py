@@ -1,4 +1,4 @@
-"""`mcp-gauntlet catalogue` against real processes: token counts, the JSON, pages, the budget
+"""`mcp-tempest catalogue` against real processes: token counts, the JSON, pages, the budget
 gate, drift, untrusted text, both eras, bad targets.
 
 Counts are o200k_base through bpe-openai (tiktoken would download its encoding); the ids below
@@ -20,10 +20,10 @@ import pytest
 from fuzz_support import PYTHON, last_line, reference_stdio, run_cli
 from servers.catalog import EVERYTHING, SDK, ServerSpec, node_binary, npm_packages_installed
 
-from fuzz.catalogue import Catalogue, read
-from fuzz.token_count import count_tokens, encode
-from targets.reference import catalog
-from targets.target_spec import default_target, parse_target
+from mcp_tempest.fuzz.catalogue import Catalogue, read
+from mcp_tempest.fuzz.token_count import count_tokens, encode
+from mcp_tempest.targets.reference import catalog
+from mcp_tempest.targets.target_spec import default_target, parse_target
 
 # o200k_base ids (tiktoken): text -> ids, ordinary encoding (a special token's spelling is text).
 O200K_IDS = {
@@ -80,7 +80,7 @@ def paged(tmp_path: Path, mode: str = "plain") -> str:
 
 
 def catalogue(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
-    """`mcp-gauntlet catalogue --json ARGS`: exit status, the printed object, stderr."""
+    """`mcp-tempest catalogue --json ARGS`: exit status, the printed object, stderr."""
     run = run_cli("catalogue", "--json", "--out", str(tmp_path / "out"), *args, timeout=120)
     assert "Traceback" not in run.stderr, run.stderr
     return run.returncode, orjson.loads(run.stdout) if run.stdout.strip() else {}, run.stderr

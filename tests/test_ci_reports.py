@@ -29,9 +29,9 @@ def test_sarif_lists_every_finding_with_level_location_and_fingerprint(mutant_ou
     findings = orjson.loads((mutant_out / "findings.json").read_bytes())["findings"]
     assert sarif["version"] == "2.1.0" and len(sarif["runs"]) == 1
     run = sarif["runs"][0]
-    assert run["tool"]["driver"]["name"] == "mcp-gauntlet"
+    assert run["tool"]["driver"]["name"] == "mcp-tempest"
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {f["rule"] for f in findings}
-    assert [r["partialFingerprints"]["mcpGauntletFinding/v1"] for r in run["results"]] == [f["id"] for f in findings]
+    assert [r["partialFingerprints"]["mcpTempestFinding/v1"] for r in run["results"]] == [f["id"] for f in findings]
     for result, finding in zip(run["results"], findings, strict=True):
         # the server's duty (a served null id: JSON-RPC 2.0 via RPC-01), a MUST
         assert result["ruleId"] == finding["rule"] == "RPC-01" and result["level"] == "error"
@@ -43,9 +43,9 @@ def test_sarif_lists_every_finding_with_level_location_and_fingerprint(mutant_ou
 def test_markdown_summary_names_each_finding_and_its_replay(mutant_out: Path):
     text = (mutant_out / "summary.md").read_text()
     findings = orjson.loads((mutant_out / "findings.json").read_bytes())["findings"]
-    assert text.startswith(f"## mcp-gauntlet fuzz: {len(findings)} finding")
+    assert text.startswith(f"## mcp-tempest fuzz: {len(findings)} finding")
     for f in findings:
-        assert f"`mcp-gauntlet replay {f['repro']}`" in text
+        assert f"`mcp-tempest replay {f['repro']}`" in text
     assert "| ids | stdio |" in text
 
 
@@ -56,4 +56,4 @@ def test_a_clean_campaign_has_empty_sarif_results_and_says_no_findings(tmp_path:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sarif = orjson.loads((tmp_path / "out" / "results.sarif").read_bytes())
     assert sarif["runs"][0]["results"] == [] and sarif["runs"][0]["tool"]["driver"]["rules"] == []
-    assert (tmp_path / "out" / "summary.md").read_text().startswith("## mcp-gauntlet fuzz: no findings")
+    assert (tmp_path / "out" / "summary.md").read_text().startswith("## mcp-tempest fuzz: no findings")

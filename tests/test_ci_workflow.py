@@ -1,8 +1,8 @@
-"""The README's GitHub Actions workflow parses, and every mcp-gauntlet command in it exists.
+"""The README's GitHub Actions workflow parses, and every mcp-tempest command in it exists.
 
-Each `run:` line is split like a shell would; every `mcp-gauntlet SUBCOMMAND --option` must be a
+Each `run:` line is split like a shell would; every `mcp-tempest SUBCOMMAND --option` must be a
 subcommand of the installed console script and an option its `--help` lists, and every
-MCP_GAUNTLET_* variable the workflow sets must name an option of a configurable command.
+MCP_TEMPEST_* variable the workflow sets must name an option of a configurable command.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ def _workflow() -> dict:
 
 @cache
 def _help(command: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "fuzz.cli", command, "--help"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", command, "--help"], capture_output=True, text=True,
                           timeout=120)
-    assert proc.returncode == 0, f"mcp-gauntlet {command} --help: {proc.stderr}"
+    assert proc.returncode == 0, f"mcp-tempest {command} --help: {proc.stderr}"
     return proc.stdout
 
 
@@ -42,7 +42,7 @@ def _invocations(workflow: dict) -> list[list[str]]:
                 line = re.sub(r"\$\{\{[^}]*\}\}", "1", line)  # GitHub expressions: a value
                 words = shlex.split(line)
                 for i, word in enumerate(words):
-                    if word == "mcp-gauntlet" and (i == 0 or words[i - 1] in ("&&", "||", ";", "|")):
+                    if word == "mcp-tempest" and (i == 0 or words[i - 1] in ("&&", "||", ";", "|")):
                         found.append(words[i + 1:])
     return found
 
@@ -53,11 +53,11 @@ def test_the_workflow_is_valid_yaml_with_a_nightly_fuzz_and_a_release_gate():
     triggers = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads a bare `on:` as True
     assert "schedule" in triggers and "release" in triggers
     steps = wf["jobs"]["nightly-fuzz"]["steps"]
-    assert any(s.get("uses", "").startswith("actions/cache@") and s["with"]["path"] == ".gauntlet-db" for s in steps)
+    assert any(s.get("uses", "").startswith("actions/cache@") and s["with"]["path"] == ".tempest-db" for s in steps)
 
 
 def test_every_command_and_option_in_the_workflow_exists():
-    from fuzz.cli import COMMANDS
+    from mcp_tempest.fuzz.cli import COMMANDS
 
     calls = _invocations(_workflow())
     assert {c[0] for c in calls} == {"fuzz", "load"}
@@ -66,15 +66,15 @@ def test_every_command_and_option_in_the_workflow_exists():
         listed = set(re.findall(r"--[a-z][a-z-]*", _help(call[0])))
         for word in call[1:]:
             if word.startswith("--"):
-                assert word.split("=")[0] in listed, f"mcp-gauntlet {call[0]} has no option {word}"
+                assert word.split("=")[0] in listed, f"mcp-tempest {call[0]} has no option {word}"
 
 
 def test_the_workflows_variables_name_real_options():
-    from fuzz.cli import CONFIGURABLE
+    from mcp_tempest.fuzz.cli import CONFIGURABLE
 
     wf = _workflow()
     for job in wf["jobs"].values():
         for name in (job.get("env") or {}):
-            if name.startswith("MCP_GAUNTLET_"):
-                option = "--" + name.removeprefix("MCP_GAUNTLET_").lower().replace("_", "-")
+            if name.startswith("MCP_TEMPEST_"):
+                option = "--" + name.removeprefix("MCP_TEMPEST_").lower().replace("_", "-")
                 assert any(option in _help(c) for c in CONFIGURABLE), f"{name}: no command has {option}"

@@ -13,15 +13,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from fuzz.client.campaign import ClientCampaign, run_client_campaign
-from fuzz.client.case import ClientCase, Play
-from fuzz.client.runner import ClientCommand, run_case
-from fuzz.findings import FindingStore
-from fuzz.oracle.client_rules import judge_client
+from mcp_tempest.fuzz.client.campaign import ClientCampaign, run_client_campaign
+from mcp_tempest.fuzz.client.case import ClientCase, Play
+from mcp_tempest.fuzz.client.runner import ClientCommand, run_case
+from mcp_tempest.fuzz.findings import FindingStore
+from mcp_tempest.fuzz.oracle.client_rules import judge_client
 
 ROOT = Path(__file__).resolve().parent.parent
 REF = ROOT / "tests" / "clients" / "ref_client.py"
-GAUNTLET = [sys.executable, "-m", "fuzz.cli"]
+TEMPEST = [sys.executable, "-m", "mcp_tempest.fuzz.cli"]
 
 # mutant -> (the rule it breaks, campaign seed, examples)
 MUTANTS = {
@@ -95,16 +95,16 @@ def test_each_mutant_is_found_with_its_rule_and_replays(bug: str, tmp_path: Path
     doc = orjson.loads(repro.read_bytes())
     # a coverage-phase case carries no Hypothesis blob: the case itself is what replays
     assert doc["case"]["mode"] == "client" and doc["rule"] == rule
-    still = subprocess.run([*GAUNTLET, "replay", str(repro)], capture_output=True, text=True, cwd=ROOT)
+    still = subprocess.run([*TEMPEST, "replay", str(repro)], capture_output=True, text=True, cwd=ROOT)
     assert still.returncode == 1, still.stdout + still.stderr
     assert f"still fails: MUST {rule}" in still.stdout
-    fixed = subprocess.run([*GAUNTLET, "replay", str(repro), "--client", ref()], capture_output=True, text=True)
+    fixed = subprocess.run([*TEMPEST, "replay", str(repro), "--client", ref()], capture_output=True, text=True)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
 def test_the_command_writes_findings_repro_junit_and_html(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    run = subprocess.run([*GAUNTLET, "fuzz-client", "--client", ref("retry-same-id"), "--max-examples", "33",
+    run = subprocess.run([*TEMPEST, "fuzz-client", "--client", ref("retry-same-id"), "--max-examples", "33",
                           "--seed", "7", "--shrink-time", "3", "--out", str(out), "--fail-on", "must"],
                          capture_output=True, text=True)
     assert run.returncode == 1, run.stdout + run.stderr
@@ -117,9 +117,9 @@ def test_the_command_writes_findings_repro_junit_and_html(tmp_path: Path) -> Non
     assert "<failure" in junit and "MRTR-09" in junit
     assert "MRTR-09" in (out / "report.html").read_text()
     repro = out / next(f["repro"] for f in index["findings"] if f["rule"] == "MRTR-09")
-    still = subprocess.run([*GAUNTLET, "replay", str(repro)], capture_output=True, text=True)
+    still = subprocess.run([*TEMPEST, "replay", str(repro)], capture_output=True, text=True)
     assert still.returncode == 1 and "still fails: MUST MRTR-09" in still.stdout, still.stdout + still.stderr
-    fixed = subprocess.run([*GAUNTLET, "replay", str(repro), "--client", ref()], capture_output=True, text=True)
+    fixed = subprocess.run([*TEMPEST, "replay", str(repro), "--client", ref()], capture_output=True, text=True)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
@@ -132,7 +132,7 @@ def test_the_command_writes_findings_repro_junit_and_html(tmp_path: Path) -> Non
     ["fuzz-client", "--client", "x {server}", "--fail-on", "never"],
 ])
 def test_bad_command_lines_exit_2_with_one_line(argv: list[str]) -> None:
-    run = subprocess.run([*GAUNTLET, *argv], capture_output=True, text=True)
+    run = subprocess.run([*TEMPEST, *argv], capture_output=True, text=True)
     assert run.returncode == 2
     assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
 
@@ -140,7 +140,7 @@ def test_bad_command_lines_exit_2_with_one_line(argv: list[str]) -> None:
 @pytest.mark.parametrize("client", ["/nonexistent/client {server}", f"{sys.executable} -c pass {{server}}",
                                     f"{sys.executable} -c pass {{url}}"])
 def test_a_client_that_cannot_start_or_never_connects_exits_2(client: str, tmp_path: Path) -> None:
-    run = subprocess.run([*GAUNTLET, "fuzz-client", "--client", client, "--max-examples", "2", "--out",
+    run = subprocess.run([*TEMPEST, "fuzz-client", "--client", client, "--max-examples", "2", "--out",
                           str(tmp_path)], capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
@@ -151,9 +151,9 @@ def test_replaying_a_client_repro_against_a_client_that_cannot_run_exits_2(tmp_p
            "case": ClientCase().to_json(), "transcript": {"target": "t", "transport": "stdio", "events": []}}
     path = tmp_path / "r.json"
     path.write_bytes(orjson.dumps(doc))
-    run = subprocess.run([*GAUNTLET, "replay", str(path)], capture_output=True, text=True)
+    run = subprocess.run([*TEMPEST, "replay", str(path)], capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    quiet = subprocess.run([*GAUNTLET, "replay", str(path), "--client", f"{sys.executable} -c pass {{server}}"],
+    quiet = subprocess.run([*TEMPEST, "replay", str(path), "--client", f"{sys.executable} -c pass {{server}}"],
                            capture_output=True, text=True)
     assert quiet.returncode == 2, quiet.stdout + quiet.stderr
 
@@ -195,7 +195,7 @@ def _readme_fuzz_client_commands() -> list[str]:
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)
-    return [ln.strip() for b in blocks for ln in b.splitlines() if ln.strip().startswith("mcp-gauntlet fuzz-client")]
+    return [ln.strip() for b in blocks for ln in b.splitlines() if ln.strip().startswith("mcp-tempest fuzz-client")]
 
 
 @pytest.mark.slow
@@ -206,7 +206,7 @@ def test_the_readme_fuzz_client_commands_work_as_written(index: int, status: int
 
     command = _readme_fuzz_client_commands()[index]
     argv = shlex.split(command)
-    exe = Path(sys.executable).with_name("mcp-gauntlet")
+    exe = Path(sys.executable).with_name("mcp-tempest")
     env = {**__import__("os").environ, "PATH": f"{Path(sys.executable).parent}:{__import__('os').environ['PATH']}"}
     done = subprocess.run([str(exe), *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     out = next((ln.split("output in ", 1)[1] for ln in done.stdout.splitlines() if "output in " in ln), None)

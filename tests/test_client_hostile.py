@@ -17,11 +17,11 @@ import psutil
 import pytest
 from process_support import end_test_processes, marked
 
-from fuzz.client import stub
-from fuzz.client.case import ClientCase
-from fuzz.client.runner import STDOUT_CAP, ClientCommand, run_case
-from fuzz.client.stub import LINE_CAP
-from fuzz.oracle.client_rules import judge_client
+from mcp_tempest.fuzz.client import stub
+from mcp_tempest.fuzz.client.case import ClientCase
+from mcp_tempest.fuzz.client.runner import STDOUT_CAP, ClientCommand, run_case
+from mcp_tempest.fuzz.client.stub import LINE_CAP
+from mcp_tempest.fuzz.oracle.client_rules import judge_client
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def test_a_client_flooding_its_server_is_logged_within_the_caps(mode: str) -> No
 
 
 def test_a_client_that_leaves_a_daemon_holding_its_stdout_does_not_hold_the_run() -> None:
-    marker = f"gauntlet-client-daemon-{uuid.uuid4().hex}"
+    marker = f"tempest-client-daemon-{uuid.uuid4().hex}"
     os.environ["HOSTILE_MARKER"] = marker
     try:
         events, _, took = _bounded_run(command("daemonizing.py", "leave"), timeout=5)
@@ -91,10 +91,10 @@ def test_a_client_that_leaves_a_daemon_holding_its_stdout_does_not_hold_the_run(
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_killing_the_harness_leaves_neither_the_client_nor_its_daemon(tmp_path: Path, sig: int) -> None:
-    marker = f"gauntlet-client-daemon-{uuid.uuid4().hex}"
+    marker = f"tempest-client-daemon-{uuid.uuid4().hex}"
     env = {**os.environ, "HOSTILE_MARKER": marker}
     harness = subprocess.Popen(
-        [PY, "-m", "fuzz.cli", "fuzz-client", "--client", f"{PY} {CLIENTS / 'daemonizing.py'} stay {{server}}",
+        [PY, "-m", "mcp_tempest.fuzz.cli", "fuzz-client", "--client", f"{PY} {CLIENTS / 'daemonizing.py'} stay {{server}}",
          "--max-examples", "3", "--seed", "1", "--timeout", "60", "--out", str(tmp_path / "out")],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -109,7 +109,7 @@ def test_killing_the_harness_leaves_neither_the_client_nor_its_daemon(tmp_path: 
         assert not [p for p in client if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
         # its stub's directory, which a killed harness cannot remove, goes with the next run
         run_case(command("careless.py"), ClientCase(), timeout=10)
-        assert not list(Path(tempfile.gettempdir()).glob(f"gauntlet-client-{harness.pid}-*"))
+        assert not list(Path(tempfile.gettempdir()).glob(f"tempest-client-{harness.pid}-*"))
     finally:
         end_test_processes(harness, marker)
     assert b"Traceback" not in (harness.stderr.read() if harness.stderr else b"")
@@ -126,7 +126,7 @@ def test_a_careless_client_is_found_for_every_missing_meta_field_and_its_null_id
 
 def test_a_careless_client_campaign_files_meta_04_beside_rpc_04(tmp_path: Path) -> None:
     out = subprocess.run(
-        [PY, "-m", "fuzz.cli", "fuzz-client", "--client", f"{PY} {CLIENTS / 'careless.py'} {{server}}",
+        [PY, "-m", "mcp_tempest.fuzz.cli", "fuzz-client", "--client", f"{PY} {CLIENTS / 'careless.py'} {{server}}",
          "--max-examples", "2", "--seed", "1", "--timeout", "10", "--out", str(tmp_path / "out")],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stdout + out.stderr
@@ -140,7 +140,7 @@ def test_a_hostile_http_client_is_refused_within_the_caps_and_leaves_no_task_beh
 
     cmd = ClientCommand.parse(f"{PY} {CLIENTS / 'http_flood.py'} {mode} {{url}}")
     def ours() -> list[str]:  # the harness's own long-lived threads (spawner, stderr pump) excepted
-        return [t.name for t in threading.enumerate() if not t.name.startswith("mcp-gauntlet-")]
+        return [t.name for t in threading.enumerate() if not t.name.startswith("mcp-tempest-")]
 
     before = ours()
     events, peak, took = _bounded_run(cmd, timeout=10)

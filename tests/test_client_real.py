@@ -69,7 +69,7 @@ def test_a_committed_client_repro_replays_from_the_project_root() -> None:
     if not data["findings"]:
         pytest.skip("no committed client finding")
     f = data["findings"][0]
-    exe = shutil.which("mcp-gauntlet", path=str(Path(sys.executable).parent))
-    done = subprocess.run([exe or "mcp-gauntlet", "replay", f["repro"]], cwd=ROOT, env=regenerate.child_env(),
+    exe = shutil.which("mcp-tempest", path=str(Path(sys.executable).parent))
+    done = subprocess.run([exe or "mcp-tempest", "replay", f["repro"]], cwd=ROOT, env=regenerate.child_env(),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr

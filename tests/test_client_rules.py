@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from fuzz.oracle.client_rules import CLIENT_RULES, judge_client
-from fuzz.oracle.registry import rules_for
-from targets import wire
-from targets.transcript import Event, Transcript
+from mcp_tempest.fuzz.oracle.client_rules import CLIENT_RULES, judge_client
+from mcp_tempest.fuzz.oracle.registry import rules_for
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Event, Transcript
 
 CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 _IR = {"resultType": "input_required", "inputRequests": {"q": {"method": "roots/list"}}, "requestState": "s-1"}

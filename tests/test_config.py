@@ -1,7 +1,7 @@
-"""Options from MCP_GAUNTLET_* and [tool.mcp-gauntlet]: precedence, errors, and a real campaign.
+"""Options from MCP_TEMPEST_* and [tool.mcp-tempest]: precedence, errors, and a real campaign.
 
-Precedence (README "Configuration"): command line > MCP_GAUNTLET_<COMMAND>_<KEY> > MCP_GAUNTLET_<KEY>
-> [tool.mcp-gauntlet.<command>] > [tool.mcp-gauntlet] > default.
+Precedence (README "Configuration"): command line > MCP_TEMPEST_<COMMAND>_<KEY> > MCP_TEMPEST_<KEY>
+> [tool.mcp-tempest.<command>] > [tool.mcp-tempest] > default.
 """
 
 from __future__ import annotations
@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.campaign_command import build_parser
-from fuzz.config import ConfigError, apply_config
+from mcp_tempest.fuzz.campaign_command import build_parser
+from mcp_tempest.fuzz.config import ConfigError, apply_config
 from tests.fuzz_support import CLI
 
 PYPROJECT = """
 [project]
 name = "users-server"
 
-[tool.mcp-gauntlet]
+[tool.mcp-tempest]
 seed = 5
 target = "stdio:python server.py"
 max-examples = 300
 out = "from-shared-table"
 
-[tool.mcp-gauntlet.fuzz]
+[tool.mcp-tempest.fuzz]
 out = "from-fuzz-table"
 no-database = true
 """
@@ -44,18 +44,18 @@ def test_each_layer_wins_over_the_ones_below(tmp_path: Path):
     args = _parsed([], {}, tmp_path)
     assert (args.seed, args.target, args.max_examples, args.out, args.no_database) == (
         5, "stdio:python server.py", 300, "from-fuzz-table", True)
-    args = _parsed([], {"MCP_GAUNTLET_SEED": "6", "MCP_GAUNTLET_OUT": "env"}, tmp_path)
+    args = _parsed([], {"MCP_TEMPEST_SEED": "6", "MCP_TEMPEST_OUT": "env"}, tmp_path)
     assert (args.seed, args.out) == (6, "env")
-    args = _parsed([], {"MCP_GAUNTLET_SEED": "6", "MCP_GAUNTLET_FUZZ_SEED": "7"}, tmp_path)
+    args = _parsed([], {"MCP_TEMPEST_SEED": "6", "MCP_TEMPEST_FUZZ_SEED": "7"}, tmp_path)
     assert args.seed == 7
-    args = _parsed(["--seed", "8", "--out=cli"], {"MCP_GAUNTLET_FUZZ_SEED": "7"}, tmp_path)
+    args = _parsed(["--seed", "8", "--out=cli"], {"MCP_TEMPEST_FUZZ_SEED": "7"}, tmp_path)
     assert (args.seed, args.out) == (8, "cli")
 
 
 def test_a_budget_set_higher_up_replaces_the_other_kind_of_budget_below(tmp_path: Path):
     args = _parsed(["--duration", "60"], {}, tmp_path)
     assert (args.duration, args.max_examples) == (60.0, None)
-    args = _parsed([], {"MCP_GAUNTLET_DURATION": "900"}, tmp_path)
+    args = _parsed([], {"MCP_TEMPEST_DURATION": "900"}, tmp_path)
     assert (args.duration, args.max_examples) == (900.0, None)
     args = _parsed(["--database", "db"], {}, tmp_path)
     assert (args.database, args.no_database) == ("db", False)
@@ -63,24 +63,24 @@ def test_a_budget_set_higher_up_replaces_the_other_kind_of_budget_below(tmp_path
 
 def test_no_configuration_changes_nothing(tmp_path: Path):
     # the variables the harness hands its own children, and another command's own ones, are not ours
-    env = {"PATH": "/bin", "MCP_GAUNTLET_OWNER": "1.2", "MCP_GAUNTLET_NO_FORK_SERVER": "1",
-           "MCP_GAUNTLET_LOAD_USERS": "3", "MCP_GAUNTLET_STATE_KEY": "k"}
+    env = {"PATH": "/bin", "MCP_TEMPEST_OWNER": "1.2", "MCP_TEMPEST_NO_FORK_SERVER": "1",
+           "MCP_TEMPEST_LOAD_USERS": "3", "MCP_TEMPEST_STATE_KEY": "k"}
     assert _apply(["--seed", "1"], env, tmp_path, "[project]\n") == ["--seed", "1"]
 
 
 @pytest.mark.parametrize(("env", "pyproject", "message"), [
-    ({"MCP_GAUNTLET_MAXEXAMPLES": "5"}, "",
-     r"^\$MCP_GAUNTLET_MAXEXAMPLES: .*did you mean \$MCP_GAUNTLET_MAX_EXAMPLES\?$"),
-    ({"MCP_GAUNTLET_FUZZ_SEDE": "5"}, "", r"^\$MCP_GAUNTLET_FUZZ_SEDE: .*did you mean \$MCP_GAUNTLET_FUZZ_SEED\?$"),
-    ({"MCP_GAUNTLET_TEST_THING": "x"}, "", r"^\$MCP_GAUNTLET_TEST_THING: no mcp-gauntlet command has an option"),
-    ({}, "[tool.mcp-gauntlet]\nmax-exampels = 3\n",
-     r"pyproject.toml \[tool.mcp-gauntlet\] max-exampels: .*did you mean max-examples\?$"),
-    ({}, '[tool.mcp-gauntlet.fuzz]\nno-database = "maybe"\n',
-     r"pyproject.toml \[tool.mcp-gauntlet.fuzz\] no-database: no-database must be true or false"),
-    ({"MCP_GAUNTLET_NO_DATABASE": "yes"}, "", r"^\$MCP_GAUNTLET_NO_DATABASE: no-database must be true or false"),
-    ({"MCP_GAUNTLET_MAX_EXAMPLES": "lots"}, "", r"^\$MCP_GAUNTLET_MAX_EXAMPLES: max-examples 'lots': not a valid"),
-    ({}, '[tool.mcp-gauntlet]\nseed = "x"\n', r"pyproject.toml \[tool.mcp-gauntlet\] seed: seed 'x'"),
-    ({"MCP_GAUNTLET_FAIL_ON": "never"}, "", r"^\$MCP_GAUNTLET_FAIL_ON: fail-on must be one of must, should"),
+    ({"MCP_TEMPEST_MAXEXAMPLES": "5"}, "",
+     r"^\$MCP_TEMPEST_MAXEXAMPLES: .*did you mean \$MCP_TEMPEST_MAX_EXAMPLES\?$"),
+    ({"MCP_TEMPEST_FUZZ_SEDE": "5"}, "", r"^\$MCP_TEMPEST_FUZZ_SEDE: .*did you mean \$MCP_TEMPEST_FUZZ_SEED\?$"),
+    ({"MCP_TEMPEST_TEST_THING": "x"}, "", r"^\$MCP_TEMPEST_TEST_THING: no mcp-tempest command has an option"),
+    ({}, "[tool.mcp-tempest]\nmax-exampels = 3\n",
+     r"pyproject.toml \[tool.mcp-tempest\] max-exampels: .*did you mean max-examples\?$"),
+    ({}, '[tool.mcp-tempest.fuzz]\nno-database = "maybe"\n',
+     r"pyproject.toml \[tool.mcp-tempest.fuzz\] no-database: no-database must be true or false"),
+    ({"MCP_TEMPEST_NO_DATABASE": "yes"}, "", r"^\$MCP_TEMPEST_NO_DATABASE: no-database must be true or false"),
+    ({"MCP_TEMPEST_MAX_EXAMPLES": "lots"}, "", r"^\$MCP_TEMPEST_MAX_EXAMPLES: max-examples 'lots': not a valid"),
+    ({}, '[tool.mcp-tempest]\nseed = "x"\n', r"pyproject.toml \[tool.mcp-tempest\] seed: seed 'x'"),
+    ({"MCP_TEMPEST_FAIL_ON": "never"}, "", r"^\$MCP_TEMPEST_FAIL_ON: fail-on must be one of must, should"),
 ])
 def test_unknown_keys_loose_booleans_and_wrong_types_are_errors_naming_their_source(
         tmp_path: Path, env: dict[str, str], pyproject: str, message: str):
@@ -89,58 +89,58 @@ def test_unknown_keys_loose_booleans_and_wrong_types_are_errors_naming_their_sou
 
 
 def test_strict_booleans_still_take_true_and_false(tmp_path: Path):
-    assert _parsed([], {"MCP_GAUNTLET_NO_DATABASE": "true"}, tmp_path, "[project]\n").no_database is True
-    assert _parsed([], {"MCP_GAUNTLET_NO_DATABASE": "False"}, tmp_path, "[project]\n").no_database is False
+    assert _parsed([], {"MCP_TEMPEST_NO_DATABASE": "true"}, tmp_path, "[project]\n").no_database is True
+    assert _parsed([], {"MCP_TEMPEST_NO_DATABASE": "False"}, tmp_path, "[project]\n").no_database is False
 
 
 def test_a_typoed_budget_variable_stops_the_campaign_before_it_runs(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[project]\n")
-    proc = _run(tmp_path, "fuzz", env={"MCP_GAUNTLET_MAXEXAMPLES": "5"})
+    proc = _run(tmp_path, "fuzz", env={"MCP_TEMPEST_MAXEXAMPLES": "5"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
-    assert proc.stderr.strip().count("\n") == 0 and "did you mean $MCP_GAUNTLET_MAX_EXAMPLES?" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "did you mean $MCP_TEMPEST_MAX_EXAMPLES?" in proc.stderr
 
 
 def test_shared_keys_serve_only_commands_that_have_them_but_own_typos_are_errors(tmp_path: Path):
-    shared = '[tool.mcp-gauntlet]\nusers = 10\n'  # a load option: fuzz ignores it
+    shared = '[tool.mcp-tempest]\nusers = 10\n'  # a load option: fuzz ignores it
     assert _apply([], {}, tmp_path, shared) == []
-    with pytest.raises(ConfigError, match="MCP_GAUNTLET_FUZZ_MAX_EXAMPLE: mcp-gauntlet fuzz has no option --max-example"):
-        _apply([], {"MCP_GAUNTLET_FUZZ_MAX_EXAMPLE": "3"}, tmp_path)
-    with pytest.raises(ConfigError, match=r"\[tool.mcp-gauntlet.fuzz\].*--sede"):
-        _apply([], {}, tmp_path, "[tool.mcp-gauntlet.fuzz]\nsede = 1\n")
+    with pytest.raises(ConfigError, match="MCP_TEMPEST_FUZZ_MAX_EXAMPLE: mcp-tempest fuzz has no option --max-example"):
+        _apply([], {"MCP_TEMPEST_FUZZ_MAX_EXAMPLE": "3"}, tmp_path)
+    with pytest.raises(ConfigError, match=r"\[tool.mcp-tempest.fuzz\].*--sede"):
+        _apply([], {}, tmp_path, "[tool.mcp-tempest.fuzz]\nsede = 1\n")
     with pytest.raises(ConfigError, match="cannot read"):
-        _apply([], {}, tmp_path, "[tool.mcp-gauntlet\n")
+        _apply([], {}, tmp_path, "[tool.mcp-tempest\n")
 
 
 def _run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
 
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("MCP_GAUNTLET_")}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MCP_TEMPEST_")}
     return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={**clean, **(env or {})})
 
 
 def test_a_campaign_takes_its_options_from_pyproject_and_the_environment(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.mcp-gauntlet]\nseed = 41\nmax-examples = 4\nout = "gauntlet-report"\nno-database = true\n'
-        '[tool.mcp-gauntlet.fuzz]\nproperties = "ids"\ntransports = "stdio"\n')
-    proc = _run(tmp_path, "fuzz", "--progress", "never", env={"MCP_GAUNTLET_SEED": "42"})
+        '[tool.mcp-tempest]\nseed = 41\nmax-examples = 4\nout = "tempest-report"\nno-database = true\n'
+        '[tool.mcp-tempest.fuzz]\nproperties = "ids"\ntransports = "stdio"\n')
+    proc = _run(tmp_path, "fuzz", "--progress", "never", env={"MCP_TEMPEST_SEED": "42"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "seed 42, output in gauntlet-report" in proc.stdout
-    assert (tmp_path / "gauntlet-report" / "findings.json").is_file()
+    assert "seed 42, output in tempest-report" in proc.stdout
+    assert (tmp_path / "tempest-report" / "findings.json").is_file()
     assert proc.stdout.splitlines()[-1].startswith("fuzz: ") and " 1 properties, 0 findings" in proc.stdout
 
 
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text("[tool.mcp-gauntlet.fuzz]\nbudget = 3\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.mcp-tempest.fuzz]\nbudget = 3\n")
     proc = _run(tmp_path, "fuzz")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "has no option --budget" in proc.stderr
 
 
 def test_version_on_every_command(tmp_path: Path):
-    from fuzz.cli import COMMANDS
+    from mcp_tempest.fuzz.cli import COMMANDS
 
     for command in ["", *COMMANDS]:
         proc = _run(tmp_path, *([command] if command else []), "--version")
         assert proc.returncode == 0, (command, proc.stderr)
-        assert proc.stdout.startswith("mcp-gauntlet ") and "Hypothesis" in proc.stdout, command
+        assert proc.stdout.startswith("mcp-tempest ") and "Hypothesis" in proc.stdout, command

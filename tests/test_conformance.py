@@ -1,4 +1,4 @@
-"""The official MCP conformance suite passes against `mcp-gauntlet serve --transport http`.
+"""The official MCP conformance suite passes against `mcp-tempest serve --transport http`.
 
 The four scenarios the project relies on (server-stateless, caching, dns-rebinding-protection,
 sep-2164-resource-not-found) run through `tests/conformance.py`. The fixture tools they call
@@ -24,9 +24,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _serve_command() -> list[str]:
-    """`mcp-gauntlet serve` from this interpreter's environment (console script, else the module)."""
-    script = Path(sys.executable).with_name("mcp-gauntlet")
-    return [str(script), "serve"] if script.exists() else [sys.executable, "-m", "fuzz.cli", "serve"]
+    """`mcp-tempest serve` from this interpreter's environment (console script, else the module)."""
+    script = Path(sys.executable).with_name("mcp-tempest")
+    return [str(script), "serve"] if script.exists() else [sys.executable, "-m", "mcp_tempest.fuzz.cli", "serve"]
 
 
 @pytest.fixture(scope="module")

@@ -26,15 +26,15 @@ import orjson
 import pytest
 from process_support import default_sigint
 
-from targets import wire
-from targets.connect import Target
-from targets.connection import is_response_to
-from targets.http_driver import HttpConnection
-from targets.processes import group_members, spawn
-from targets.spawn_pool import SpawnPool, free_ports
-from targets.stdio_driver import StdioConnection, StdioPool, start_stdio
-from targets.target_spec import TargetSpec, default_target, parse_target
-from targets.transcript import Transcript
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connect import Target
+from mcp_tempest.targets.connection import is_response_to
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.processes import group_members, spawn
+from mcp_tempest.targets.spawn_pool import SpawnPool, free_ports
+from mcp_tempest.targets.stdio_driver import StdioConnection, StdioPool, start_stdio
+from mcp_tempest.targets.target_spec import TargetSpec, default_target, parse_target
+from mcp_tempest.targets.transcript import Transcript
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def test_parse_target_forms() -> None:
     spec = parse_target("http+spawn:srv --port {port} --json '{\"a\": 1}'")
     assert spec.command_for_port(4242) == ["srv", "--port", "4242", "--json", '{"a": 1}']
     assert parse_target(None).is_default and parse_target("").kind == "stdio"
-    assert parse_target(None).argv[:3] == (PY, "-m", "targets.reference")
+    assert parse_target(None).argv[:3] == (PY, "-m", "mcp_tempest.targets.reference")
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_parse_target_forms() -> None:
     ],
 )
 def test_parse_target_refuses(text: str, fragment: str) -> None:
-    from targets.target_spec import TargetError
+    from mcp_tempest.targets.target_spec import TargetError
 
     with pytest.raises(TargetError) as info:
         parse_target(text)
@@ -193,9 +193,9 @@ HUGE_LINE = textwrap.dedent(
 MEASURE = textwrap.dedent(
     """
     import json, sys
-    from targets.stdio_driver import start_stdio
-    from targets.transcript import Transcript
-    from targets.connection import is_response_to
+    from mcp_tempest.targets.stdio_driver import start_stdio
+    from mcp_tempest.targets.transcript import Transcript
+    from mcp_tempest.targets.connection import is_response_to
     tr = Transcript(target="t", transport="stdio")
     with start_stdio(tr, [sys.executable, "-c", sys.argv[1]], timeout=30) as conn:
         got = conn.read_until(lambda e: is_response_to(e, 1), 30)
@@ -372,8 +372,8 @@ def test_a_rebound_process_says_when_an_earlier_case_sent_it_a_frame_without_a_m
 HARNESS = textwrap.dedent(
     """
     import sys, time
-    from targets.stdio_driver import start_stdio
-    from targets.transcript import Transcript
+    from mcp_tempest.targets.stdio_driver import start_stdio
+    from mcp_tempest.targets.transcript import Transcript
     code = "import subprocess, time; subprocess.Popen(['sleep', '300']); time.sleep(300)"
     conn = start_stdio(Transcript(target="t", transport="stdio"), [sys.executable, "-c", code])
     print(conn.pgid, flush=True)
@@ -405,7 +405,7 @@ def test_interrupted_harness_leaves_no_process(sig: int) -> None:
 
 
 def test_spawn_of_missing_command_is_one_line() -> None:
-    from targets.processes import SpawnError
+    from mcp_tempest.targets.processes import SpawnError
 
     with pytest.raises(SpawnError, match=r"^command not found: /no/such/server$"):
         spawn(["/no/such/server"])
@@ -701,7 +701,7 @@ def test_http_10_server_that_closes_after_each_response_is_always_read_whole() -
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from targets.http_driver import HttpConnection
+    from mcp_tempest.targets.http_driver import HttpConnection
 
     class Handler(BaseHTTPRequestHandler):  # HTTP/1.0: the connection closes after each response
         def do_POST(self) -> None:  # noqa: N802 - http.server's name

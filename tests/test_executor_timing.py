@@ -16,15 +16,15 @@ from pathlib import Path
 
 from fuzz_support import PYTHON, reference_stdio
 
-from fuzz.oracle import judge
-from fuzz.properties.case import Case, Step
-from fuzz.properties.executor import LATE_REPLY_LIMIT, execute
-from fuzz.properties.framing import _from_catalogue
-from strategies.malformed import malformed_case
-from strategies.sampling import draw_examples
-from targets import wire
-from targets.endpoints import open_endpoint
-from targets.target_spec import parse_target
+from mcp_tempest.fuzz.oracle import judge
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.properties.executor import LATE_REPLY_LIMIT, execute
+from mcp_tempest.fuzz.properties.framing import _from_catalogue
+from mcp_tempest.strategies.malformed import malformed_case
+from mcp_tempest.strategies.sampling import draw_examples
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.endpoints import open_endpoint
+from mcp_tempest.targets.target_spec import parse_target
 
 # Replies to resources/read leave 0.3 s late (behind any reply that follows them): a server that
 # serves requests concurrently, whose slow handler answers after a fast one sent later.

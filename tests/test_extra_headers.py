@@ -17,9 +17,9 @@ import orjson
 import pytest
 from fuzz_support import reference_http, run_cli
 
-from targets import extra_headers
-from targets.http_driver import HttpConnection
-from targets.transcript import Transcript
+from mcp_tempest.targets import extra_headers
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.transcript import Transcript
 
 SECRET = "s3cret-7f1d"
 
@@ -54,9 +54,9 @@ def recording_server():
 
 def test_the_header_is_sent_expanded_and_recorded_as_its_template(recording_server, monkeypatch):
     url, seen = recording_server
-    monkeypatch.setenv("GAUNTLET_TEST_TOKEN", SECRET)
+    monkeypatch.setenv("TEMPEST_TEST_TOKEN", SECRET)
     monkeypatch.delenv(extra_headers.HEADERS_ENV, raising=False)
-    extra_headers.configure(["Authorization: Bearer ${GAUNTLET_TEST_TOKEN}", "X-Api-Key: literal-key",
+    extra_headers.configure(["Authorization: Bearer ${TEMPEST_TEST_TOKEN}", "X-Api-Key: literal-key",
                              "X-Tenant: blue"])
     transcript = Transcript(url, "http")
     conn = HttpConnection(transcript, [url], timeout=10)
@@ -67,7 +67,7 @@ def test_the_header_is_sent_expanded_and_recorded_as_its_template(recording_serv
     assert answer is not None and answer["result"]["resultType"] == "complete"
     assert seen and seen[0]["Authorization"] == f"Bearer {SECRET}" and seen[0]["X-Api-Key"] == "literal-key"
     sent = next(e for e in transcript.to_json()["events"] if e["kind"] == "send")
-    assert sent["headers"]["Authorization"] == "Bearer ${GAUNTLET_TEST_TOKEN}"
+    assert sent["headers"]["Authorization"] == "Bearer ${TEMPEST_TEST_TOKEN}"
     assert sent["headers"]["X-Api-Key"] == extra_headers.REDACTED and sent["headers"]["X-Tenant"] == "blue"
     assert SECRET.encode() not in orjson.dumps(transcript.to_json())
 
@@ -84,17 +84,17 @@ def test_a_campaign_with_a_bearer_token_writes_it_nowhere(tmp_path: Path):
     target = reference_http(tmp_path / "db.sqlite3", "cross-wired-ids")
     proc = run_cli("fuzz", "--target", target, "--properties", "ids", "--max-examples", "12", "--seed", "4",
                    "--no-database", "--out", str(tmp_path / "out"), "--progress", "never",
-                   "--header", "Authorization: Bearer ${GAUNTLET_TEST_TOKEN}",
-                   env={"GAUNTLET_TEST_TOKEN": SECRET})
+                   "--header", "Authorization: Bearer ${TEMPEST_TEST_TOKEN}",
+                   env={"TEMPEST_TEST_TOKEN": SECRET})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
     assert any(p.suffix == ".json" and "repro" in p.parts for p in written)
     for path in written:
         assert SECRET.encode() not in path.read_bytes(), f"the token leaked into {path.name}"
     repro = next(p for p in written if "repro" in p.parts)
-    assert b"Bearer ${GAUNTLET_TEST_TOKEN}" in repro.read_bytes()
-    replay = run_cli("replay", str(repro), "--header", "Authorization: Bearer ${GAUNTLET_TEST_TOKEN}",
-                     env={"GAUNTLET_TEST_TOKEN": SECRET}, timeout=120)
+    assert b"Bearer ${TEMPEST_TEST_TOKEN}" in repro.read_bytes()
+    replay = run_cli("replay", str(repro), "--header", "Authorization: Bearer ${TEMPEST_TEST_TOKEN}",
+                     env={"TEMPEST_TEST_TOKEN": SECRET}, timeout=120)
     assert replay.returncode == 1 and "still fails" in replay.stdout, replay.stdout + replay.stderr
     assert SECRET not in replay.stdout + replay.stderr
 
@@ -112,7 +112,7 @@ def recording_proxy(tmp_path: Path) -> Iterator[tuple[str, list[dict[str, str]]]
     """A real reference HTTP server behind a proxy that records every request's headers: the
     proxy answers exactly what the server answered, so probe and load see a correct server."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "targets.reference", "--transport", "http", "--port", str(port),
+    server = subprocess.Popen([sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", "http", "--port", str(port),
                                "--db", str(tmp_path / "ref.sqlite3")], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20
@@ -166,8 +166,8 @@ def recording_proxy(tmp_path: Path) -> Iterator[tuple[str, list[dict[str, str]]]
 
 def test_probe_sends_the_header_and_prints_no_secret(recording_proxy, tmp_path: Path) -> None:
     url, seen = recording_proxy
-    proc = run_cli("probe", "--target", url, "--json", "--header", "Authorization: Bearer ${GAUNTLET_TEST_TOKEN}",
-                   "--header", "X-Tenant: blue", env={"GAUNTLET_TEST_TOKEN": SECRET}, timeout=60)
+    proc = run_cli("probe", "--target", url, "--json", "--header", "Authorization: Bearer ${TEMPEST_TEST_TOKEN}",
+                   "--header", "X-Tenant: blue", env={"TEMPEST_TEST_TOKEN": SECRET}, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert orjson.loads(proc.stdout)["era"], proc.stdout
     sent = seen  # every request the target got, whatever its method
@@ -177,7 +177,7 @@ def test_probe_sends_the_header_and_prints_no_secret(recording_proxy, tmp_path: 
 
 def test_probe_without_the_header_sends_none(recording_proxy) -> None:
     url, seen = recording_proxy
-    proc = run_cli("probe", "--target", url, "--json", env={"GAUNTLET_TEST_TOKEN": SECRET}, timeout=60)
+    proc = run_cli("probe", "--target", url, "--json", env={"TEMPEST_TEST_TOKEN": SECRET}, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert seen and not any("Authorization" in h for h in seen)
 
@@ -186,8 +186,8 @@ def test_load_sends_the_header_on_every_request_and_writes_it_nowhere(recording_
     url, seen = recording_proxy
     out = tmp_path / "out"
     proc = run_cli("load", "--target", url, "--users", "2", "--run-time", "2s", "--check-every", "1",
-                   "--out", str(out), "--header", "Authorization: Bearer ${GAUNTLET_TEST_TOKEN}",
-                   env={"GAUNTLET_TEST_TOKEN": SECRET}, timeout=120)
+                   "--out", str(out), "--header", "Authorization: Bearer ${TEMPEST_TEST_TOKEN}",
+                   env={"TEMPEST_TEST_TOKEN": SECRET}, timeout=120)
     written = [p for p in out.rglob("*") if p.is_file()]
     assert proc.returncode == 0, proc.stdout + proc.stderr + "".join(
         p.read_text(errors="replace")[-2000:] for p in written if p.name == "locust.log")
@@ -216,9 +216,9 @@ CRLF_SECRET = "s3cr3t-crlf-value"
 @pytest.mark.parametrize("how", ["literal", "variable", "no-colon"])
 def test_a_header_with_a_line_break_is_one_line_exit_2_naming_the_header_never_the_value(
         command: str, how: str, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("GAUNTLET_CRLF_TOKEN", f"Bearer {CRLF_SECRET}\r\nX-Evil: 1")
+    monkeypatch.setenv("TEMPEST_CRLF_TOKEN", f"Bearer {CRLF_SECRET}\r\nX-Evil: 1")
     header = {"literal": f"Authorization: Bearer {CRLF_SECRET}\r\nX-Evil: 1",
-              "variable": "Authorization: ${GAUNTLET_CRLF_TOKEN}",
+              "variable": "Authorization: ${TEMPEST_CRLF_TOKEN}",
               "no-colon": f"Bearer {CRLF_SECRET}"}[how]
     args = ["--target", "http://127.0.0.1:9/mcp", "--header", header]
     if command == "replay":
@@ -234,4 +234,4 @@ def test_a_header_with_a_line_break_is_one_line_exit_2_naming_the_header_never_t
     assert CRLF_SECRET not in proc.stdout + proc.stderr
     if how != "no-colon":
         assert "Authorization" in lines[0] and "CR, LF or NUL" in lines[0], lines[0]
-        assert ("GAUNTLET_CRLF_TOKEN" in lines[0]) == (how == "variable"), lines[0]
+        assert ("TEMPEST_CRLF_TOKEN" in lines[0]) == (how == "variable"), lines[0]

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from targets import fork_server, wire
-from targets.ownership import tagged_processes
-from targets.processes import group_members
-from targets.stdio_driver import StdioPool
-from targets.target_spec import default_target
-from targets.transcript import Transcript
+from mcp_tempest.targets import fork_server, wire
+from mcp_tempest.targets.ownership import tagged_processes
+from mcp_tempest.targets.processes import group_members
+from mcp_tempest.targets.stdio_driver import StdioPool
+from mcp_tempest.targets.target_spec import default_target
+from mcp_tempest.targets.transcript import Transcript
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def ask(pool: StdioPool, lines: int) -> list[dict]:
 def test_applies_to_python_scripts_and_modules_only() -> None:
     assert fork_server.applies([PY, "x.py"]) is None  # no such file
     assert fork_server.applies([PY, str(HOSTILE / "counting_server.py"), "--a"])[0] == "script"
-    assert fork_server.applies([PY, "-m", "targets.reference", "--transport", "stdio"])[:2] == ("module", "targets.reference")
+    assert fork_server.applies([PY, "-m", "mcp_tempest.targets.reference", "--transport", "stdio"])[:2] == ("module", "mcp_tempest.targets.reference")
     assert fork_server.applies(["node", "server.js"]) is None
     assert fork_server.applies([PY, "-X", "dev", "-m", "x"]) is None
 
@@ -86,9 +86,9 @@ def test_the_environment_switch_turns_it_off(monkeypatch: pytest.MonkeyPatch) ->
 
 HARNESS = """
 import sys, time
-from targets.stdio_driver import StdioPool
-from targets.transcript import Transcript
-from targets import wire
+from mcp_tempest.targets.stdio_driver import StdioPool
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets import wire
 pool = StdioPool([sys.executable, sys.argv[1]], 1)
 conn = pool.take(Transcript("t", "stdio"))
 assert conn.request(wire.build_request(1, "ping"), timeout=20)["result"]["seen"] == 1

@@ -14,11 +14,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from fuzz.properties.case import Case, Step
-from strategies.malformed import HUGE_FRAME_SIZE
-from strategies.protocol import PADDING_META_KEY
-from targets import frame_recipe, wire
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.strategies.malformed import HUGE_FRAME_SIZE
+from mcp_tempest.strategies.protocol import PADDING_META_KEY
+from mcp_tempest.targets import frame_recipe, wire
+from mcp_tempest.targets.transcript import Transcript
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +98,7 @@ def test_a_replay_sends_the_exact_bytes_of_a_huge_frame_again(tmp_path: Path) ->
     repro = tmp_path / "huge.json"
     repro.write_bytes(orjson.dumps(doc))
     assert repro.stat().st_size < 4096
-    done = subprocess.run([PY, "-m", "fuzz.cli", "replay", str(repro)], capture_output=True, text=True, cwd=ROOT,
+    done = subprocess.run([PY, "-m", "mcp_tempest.fuzz.cli", "replay", str(repro)], capture_output=True, text=True, cwd=ROOT,
                           timeout=120)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert f"{len(line)} {hashlib.sha256(line).hexdigest()}" in log.read_text().splitlines()

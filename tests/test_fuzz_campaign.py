@@ -1,4 +1,4 @@
-"""`mcp-gauntlet fuzz` as users run it: the command line, its files, its exit codes, Ctrl-C.
+"""`mcp-tempest fuzz` as users run it: the command line, its files, its exit codes, Ctrl-C.
 
 Real campaigns against the reference server (its own private store per test), through the
 console script in a subprocess, so exit codes, stdout's last line and leftover processes are
@@ -75,7 +75,7 @@ def test_a_finding_is_filed_with_its_files(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     index = orjson.loads((out / "findings.json").read_bytes())
     assert index["findings"], index
-    written = sorted((tmp_path / "regressions").glob("test_mcp_gauntlet_*.py"))
+    written = sorted((tmp_path / "regressions").glob("test_mcp_tempest_*.py"))
     assert len(written) == len(index["findings"])
     for finding in index["findings"]:
         assert {"id", "rule", "strength", "title", "method", "transport", "mutation", "count", "repro"} <= set(finding)

@@ -25,9 +25,9 @@ import orjson
 import pytest
 from fuzz_support import PYTHON, reference_stdio, run_cli
 
-from fuzz.properties.framing import EXTRAS, mutation_names
-from fuzz.properties.mrtr import PROBES
-from strategies import malformed as catalogue
+from mcp_tempest.fuzz.properties.framing import EXTRAS, mutation_names
+from mcp_tempest.fuzz.properties.mrtr import PROBES
+from mcp_tempest.strategies import malformed as catalogue
 
 ROUTE_SERVER = Path(__file__).parent / "servers" / "sdk_route_server.py"
 

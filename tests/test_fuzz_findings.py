@@ -16,7 +16,7 @@ import orjson
 from fuzz_support import PYTHON
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from fuzz.findings import (
+from mcp_tempest.fuzz.findings import (
     Evidence,
     FindingStore,
     PropertyRun,
@@ -26,9 +26,9 @@ from fuzz.findings import (
     probe_text,
     resolved_command,
 )
-from fuzz.reports import junit_xml, render_transcript_text, report_html, write_reports
-from targets import wire
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.reports import junit_xml, render_transcript_text, report_html, write_reports
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Transcript
 
 
 def transcript(frames: int, *, noise: bytes = b"") -> dict:
@@ -212,7 +212,7 @@ def test_load_repro_rejects_what_is_not_one(tmp_path: Path) -> None:
     try:
         load_repro(bad)
     except ValueError as exc:
-        assert "not an mcp-gauntlet reproduction" in str(exc)
+        assert "not an mcp-tempest reproduction" in str(exc)
 
 
 def test_junit_counts_read_by_a_junit_parser(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_junit_counts_read_by_a_junit_parser(tmp_path: Path) -> None:
         assert isinstance(result, Skipped) and reason in result.message, name
     assert isinstance(cases["history[stdio]"].result[0], Error)
     text = cases["valid[stdio]"].result[0].text or ""
-    assert f"mcp-gauntlet replay {(tmp_path / 'repro').resolve()}/" in text and "prompts/list, tools/list" in text
+    assert f"mcp-tempest replay {(tmp_path / 'repro').resolve()}/" in text and "prompts/list, tools/list" in text
 
 
 def test_the_printed_replay_hint_works_from_the_project_root_and_the_reports_folder(tmp_path: Path) -> None:
@@ -255,14 +255,14 @@ def test_the_printed_replay_hint_works_from_the_project_root_and_the_reports_fol
     write_reports(out, [PropertyRun("valid", "stdio", 5, 1.0)], store.findings, target="t", seed=1,
                   examples=5, seconds=1.0)
     html = (out / "report.html").read_text()
-    hint = re.search(r"<code>(mcp-gauntlet replay [^<]+)</code>", html)
+    hint = re.search(r"<code>(mcp-tempest replay [^<]+)</code>", html)
     assert hint is not None
     command = shlex.split(hint.group(1))
     junit_text = (out / "junit.xml").read_text()
     assert hint.group(1) in junit_text
     for cwd in (Path(__file__).resolve().parents[1], out):
         # The file's target does not start: exit 2 says the hint found the file and could not run it.
-        proc = subprocess.run([PYTHON, "-m", "fuzz.cli", *command[1:]], cwd=cwd, capture_output=True, text=True,
+        proc = subprocess.run([PYTHON, "-m", "mcp_tempest.fuzz.cli", *command[1:]], cwd=cwd, capture_output=True, text=True,
                               timeout=60, check=False)
         assert proc.returncode == 2 and "could not run the target" in proc.stderr, (cwd, proc.stderr)
 

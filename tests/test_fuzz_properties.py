@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fuzz.campaign import Prepared, job_seed, plan_jobs
-from fuzz.oracle import Expectation
-from fuzz.properties.answers import answer_input_requests
-from fuzz.properties.base import Context, all_properties
-from fuzz.properties.case import (
+from mcp_tempest.fuzz.campaign import Prepared, job_seed, plan_jobs
+from mcp_tempest.fuzz.oracle import Expectation
+from mcp_tempest.fuzz.properties.answers import answer_input_requests
+from mcp_tempest.fuzz.properties.base import Context, all_properties
+from mcp_tempest.fuzz.properties.case import (
     RUN_SOURCE,
     Binding,
     BindingError,
@@ -28,9 +28,9 @@ from fuzz.properties.case import (
     tamper_flip,
     tamper_structured,
 )
-from fuzz.properties.compare import shape
-from fuzz.properties.surface import Surface, minimal_arguments, sample_value
-from targets.target_spec import default_target
+from mcp_tempest.fuzz.properties.compare import shape
+from mcp_tempest.fuzz.properties.surface import Surface, minimal_arguments, sample_value
+from mcp_tempest.targets.target_spec import default_target
 
 STATE = "rs1." + base64.urlsafe_b64encode(orjson.dumps({"m": "tools/call", "x": 5, "p": {"a": "b"}})).decode().rstrip("=") + ".c2lnbmF0dXJl"
 
@@ -98,7 +98,7 @@ def test_answers_follow_the_policy() -> None:
     assert accept["llm"]["role"] == "assistant" and accept["dirs"]["roots"][0]["uri"].startswith("file://")
     assert answer_input_requests(requests, {"mode": "decline"})["when"] == {"action": "decline"}
     assert set(answer_input_requests(requests, {"mode": "drop", "index": 0})) == {"llm", "when"}
-    assert "mcp-gauntlet-unknown-key" in answer_input_requests(requests, {"mode": "extra"})
+    assert "mcp-tempest-unknown-key" in answer_input_requests(requests, {"mode": "extra"})
     assert answer_input_requests(requests, {"mode": "wrong-shape", "index": 2})["when"] == {"action": 42}
 
 

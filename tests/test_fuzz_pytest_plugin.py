@@ -1,4 +1,4 @@
-"""The properties as ordinary pytest tests (`--pyargs fuzz.properties.suite --mcp-target T`).
+"""The properties as ordinary pytest tests (`--pyargs mcp_tempest.fuzz.properties.suite --mcp-target T`).
 
 Runs pytest in a subprocess the way a user would, with a tiny Hypothesis profile: the suite
 passes on the reference server and fails, naming the rule and showing the transcript, on a
@@ -21,8 +21,8 @@ settings.register_profile("tiny", max_examples=6, database=None)
 
 def _plugin_args() -> list[str]:
     """Load the plugin explicitly unless the installed distribution registers it (pytest11)."""
-    registered = any(ep.value.startswith("fuzz.pytest_plugin") for ep in entry_points(group="pytest11"))
-    return [] if registered else ["-p", "fuzz.pytest_plugin"]
+    registered = any(ep.value.startswith("mcp_tempest.fuzz.pytest_plugin") for ep in entry_points(group="pytest11"))
+    return [] if registered else ["-p", "mcp_tempest.fuzz.pytest_plugin"]
 
 
 def _run_suite(tmp_path: Path, target: str, select: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -30,7 +30,7 @@ def _run_suite(tmp_path: Path, target: str, select: str, *extra: str) -> subproc
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run(
         [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tiny_profile", *_plugin_args(),
-         "--hypothesis-profile", "tiny", "--hypothesis-seed", "3", "--pyargs", "fuzz.properties.suite",
+         "--hypothesis-profile", "tiny", "--hypothesis-seed", "3", "--pyargs", "mcp_tempest.fuzz.properties.suite",
          "-k", select, "--mcp-target", target, *extra],
         capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env,
     )

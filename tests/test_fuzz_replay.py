@@ -1,4 +1,4 @@
-"""`mcp-gauntlet replay` and the regression tests written from findings.
+"""`mcp-tempest replay` and the regression tests written from findings.
 
 One real finding is made once for the module (the `exit-on-newline` mutant dies on a blank
 line), then replayed: against the mutant it still fails, against the reference it does not,
@@ -18,9 +18,9 @@ import orjson
 import pytest
 from fuzz_support import PYTHON, last_line, processes_mentioning, reference_stdio, run_cli
 
-from fuzz.cli import main as cli_main
-from fuzz.regression import write_regressions
-from fuzz.replay import recorded_timeouts, replay_document
+from mcp_tempest.fuzz.cli import main as cli_main
+from mcp_tempest.fuzz.regression import write_regressions
+from mcp_tempest.fuzz.replay import recorded_timeouts, replay_document
 
 
 @pytest.fixture(scope="module")
@@ -150,13 +150,13 @@ def test_unusable_file_or_target_exits_2(campaign: dict, tmp_path: Path, make_ar
 
 def test_written_regression_test_fails_on_the_mutant_and_passes_on_the_reference(campaign: dict, tmp_path: Path) -> None:
     written = write_regressions(Path(campaign["out"]), tmp_path)
-    assert len(written) == 1 and written[0].name.startswith("test_mcp_gauntlet_")
+    assert len(written) == 1 and written[0].name.startswith("test_mcp_tempest_")
     source = written[0].read_text()
     compile(source, str(written[0]), "exec")
     for target, expected in ((campaign["mutant"], 1), (campaign["reference"], 0)):
         proc = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(written[0])],
                               capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                              env={**os.environ, "MCP_GAUNTLET_TARGET": target})
+                              env={**os.environ, "MCP_TEMPEST_TARGET": target})
         assert proc.returncode == expected, proc.stdout + proc.stderr
 
 
@@ -223,7 +223,7 @@ def test_replay_judges_with_the_recorded_timeouts(campaign: dict, tmp_path: Path
     request is then a finding, exit 1, is the oracle's verdict: see fuzz/oracle/framing.py.)"""
     wrapper = tmp_path / "slow.py"
     wrapper.write_text(SLOW_WRAPPER)
-    slow = f"stdio:{PYTHON} {wrapper} 1.5 {PYTHON} -m targets.reference --transport stdio --db {tmp_path / 'r.db'}"
+    slow = f"stdio:{PYTHON} {wrapper} 1.5 {PYTHON} -m mcp_tempest.targets.reference --transport stdio --db {tmp_path / 'r.db'}"
     doc = _repro_doc(campaign)
     doc["target"] = slow
     # A fresh process's first answer is held to the start-up allowance, not the answer timeout:
@@ -253,7 +253,7 @@ def test_replay_runs_the_recorded_target_from_its_working_directory(campaign: di
     (project / "server.py").write_text(
         "import runpy, sys\n"
         f"sys.argv = ['reference', '--transport', 'stdio', '--db', {str(tmp_path / 'm.db')!r}, '--bug', 'exit-on-newline']\n"
-        "runpy.run_module('targets.reference', run_name='__main__')\n")
+        "runpy.run_module('mcp_tempest.targets.reference', run_name='__main__')\n")
     doc = _repro_doc(campaign)
     doc["target"] = f"stdio:{PYTHON} server.py"  # relative: means something only in `project`
     doc["cwd"] = str(project)
@@ -265,14 +265,14 @@ def test_replay_runs_the_recorded_target_from_its_working_directory(campaign: di
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     for path in (absolute, relative):
-        proc = subprocess.run([PYTHON, "-m", "fuzz.cli", "replay", str(path)], cwd=elsewhere, capture_output=True,
+        proc = subprocess.run([PYTHON, "-m", "mcp_tempest.fuzz.cli", "replay", str(path)], cwd=elsewhere, capture_output=True,
                               text=True, timeout=120, check=False)
         assert proc.returncode == 1 and doc["rule"] in last_line(proc.stdout), proc.stdout + proc.stderr
     # Without the directory the command cannot start: that is "could not run", never "still fails".
     doc.pop("cwd")
     bare = tmp_path / "bare.json"
     bare.write_bytes(orjson.dumps(doc))
-    proc = subprocess.run([PYTHON, "-m", "fuzz.cli", "replay", str(bare)], cwd=elsewhere, capture_output=True,
+    proc = subprocess.run([PYTHON, "-m", "mcp_tempest.fuzz.cli", "replay", str(bare)], cwd=elsewhere, capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 2 and "could not run the target" in proc.stderr, proc.stdout + proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -298,7 +298,7 @@ def test_attempts_agree_or_the_finding_is_flaky(campaign: dict, tmp_path: Path,
 
     script = tmp_path / "alternating.py"
     script.write_text(ALTERNATING)
-    target = (f"stdio:{PYTHON} {script} {tmp_path / 'mode'} {PYTHON} -m targets.reference --transport stdio "
+    target = (f"stdio:{PYTHON} {script} {tmp_path / 'mode'} {PYTHON} -m mcp_tempest.targets.reference --transport stdio "
               f"--db {tmp_path / 'alt.db'}")
     assert cli_main(["replay", str(campaign["repro"]), "--attempts", "4", "--target", target, "--json"]) == 1
     out = capsys.readouterr().out
@@ -310,11 +310,11 @@ def test_attempts_agree_or_the_finding_is_flaky(campaign: dict, tmp_path: Path,
 def test_the_printed_replay_hint_works_from_the_project_root_and_the_reports_folder(campaign: dict) -> None:
     out = Path(campaign["out"])
     html = (out / "report.html").read_text()
-    hints = set(re.findall(r"<code>(mcp-gauntlet replay [^<]+)</code>", html))
+    hints = set(re.findall(r"<code>(mcp-tempest replay [^<]+)</code>", html))
     junit = (out / "junit.xml").read_text()
     assert len(hints) == 1 and next(iter(hints)) in junit
     argv = shlex.split(next(iter(hints)))
     for cwd in (Path(__file__).resolve().parents[1], out):
-        proc = subprocess.run([PYTHON, "-m", "fuzz.cli", *argv[1:]], cwd=cwd, capture_output=True, text=True,
+        proc = subprocess.run([PYTHON, "-m", "mcp_tempest.fuzz.cli", *argv[1:]], cwd=cwd, capture_output=True, text=True,
                               timeout=120, check=False)
         assert proc.returncode == 1 and "still fails" in last_line(proc.stdout), (cwd, proc.stdout, proc.stderr)

@@ -21,18 +21,18 @@ import psutil
 import pytest
 from process_support import default_sigint, end_test_processes, marked
 
-from targets import cgroups, wire
-from targets.ownership import tagged_processes
-from targets.processes import group_members, spawn
-from targets.spawn_pool import SpawnPool, free_ports
-from targets.stdio_driver import NOISE_EVENT_CAP, StdioConnection
-from targets.target_spec import parse_target
-from targets.transcript import NOTIFICATION_KEEP, Transcript
+from mcp_tempest.targets import cgroups, wire
+from mcp_tempest.targets.ownership import tagged_processes
+from mcp_tempest.targets.processes import group_members, spawn
+from mcp_tempest.targets.spawn_pool import SpawnPool, free_ports
+from mcp_tempest.targets.stdio_driver import NOISE_EVENT_CAP, StdioConnection
+from mcp_tempest.targets.target_spec import parse_target
+from mcp_tempest.targets.transcript import NOTIFICATION_KEEP, Transcript
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "hostile_targets"
-CLI = [PY, "-m", "fuzz.cli"]
+CLI = [PY, "-m", "mcp_tempest.fuzz.cli"]
 RSS_BOUND_MB = 300
 TAG_VAR = "HOSTILE_TEST_TAG"
 
@@ -110,7 +110,7 @@ def http_server() -> object:
 def test_headers_one_byte_every_half_second_do_not_outlast_the_timeout(http_server, command: str, tmp_path: Path) -> None:
     url = http_server("slow-headers")
     if command == "probe":
-        argv = [PY, "-m", "targets.probe", "--target", url, "--timeout", "2"]
+        argv = [PY, "-m", "mcp_tempest.targets.probe", "--target", url, "--timeout", "2"]
     else:
         argv = [*CLI, "fuzz", "--target", url, "--timeout", "2", "--max-examples", "3", "--seed", "1",
                 "--out", str(tmp_path / "out"), "--no-database", "--progress", "never"]
@@ -136,7 +136,7 @@ def test_endless_body_costs_bounded_memory_when_spawned(mode: str) -> None:
     target = f"http+spawn:{hostile('slow_http.py', '{port}', mode)}"
     env, tag = tagged_env()
     status, _out, err, seconds, rss = run_measured(
-        [PY, "-m", "targets.probe", "--target", target, "--timeout", "3"], timeout=120, env=env
+        [PY, "-m", "mcp_tempest.targets.probe", "--target", target, "--timeout", "3"], timeout=120, env=env
     )
     assert status == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -148,7 +148,7 @@ def test_endless_body_costs_bounded_memory_when_spawned(mode: str) -> None:
 def test_endless_body_costs_bounded_memory_in_load_discovery(http_server) -> None:
     url = http_server("chunked")
     status, _out, err, _seconds, rss = run_measured(
-        [PY, "-m", "load", "--target", url, "--run-time", "2s", "--timeout", "3", "--users", "1"], timeout=120
+        [PY, "-m", "mcp_tempest.load", "--target", url, "--run-time", "2s", "--timeout", "3", "--users", "1"], timeout=120
     )
     assert status == 2, err
     assert "Traceback" not in err, err
@@ -190,7 +190,7 @@ def test_stderr_is_a_bounded_ring_in_memory_not_a_file() -> None:
     tr = Transcript("chatty", "stdio")
     process = spawn([PY, str(HOSTILE / "chatty_stderr.py")], env=env)
     fds = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if _is_link(fd)]
-    assert not any("mcp-gauntlet-stderr" in path for path in fds)
+    assert not any("mcp-tempest-stderr" in path for path in fds)
     conn = StdioConnection(tr, process)
     try:
         reply = conn.request(wire.build_request(1, "server/discover"), timeout=20)
@@ -237,8 +237,8 @@ def test_double_forking_daemons_leave_no_process_after_a_campaign(transport: str
 
 HARNESS_HOLDING_SERVERS = """
 import os, sys
-from targets.connect import Target
-from targets.target_spec import default_target
+from mcp_tempest.targets.connect import Target
+from mcp_tempest.targets.target_spec import default_target
 target = Target(default_target("http"), instances=2).start()
 print(" ".join(str(p.pgid) for p in target.pool.processes), flush=True)
 import time; time.sleep(120)
@@ -270,8 +270,8 @@ def test_sigkill_of_the_harness_leaves_no_http_spawn_server() -> None:
 # `escape`, the grandchild also leaves the session and drops its environment (no tag left).
 HARNESS_HOLDING_A_WRAPPER = """
 import shlex, sys
-from targets.connect import Target
-from targets.target_spec import reference_command
+from mcp_tempest.targets.connect import Target
+from mcp_tempest.targets.target_spec import reference_command
 escape = sys.argv[1] == "escape"
 child = f"setsid env -i sh -c 'sleep 300; : {sys.argv[2]}'" if escape else f"sleep 300 # {sys.argv[2]}"
 server = shlex.join(reference_command("--transport", "stdio"))
@@ -289,7 +289,7 @@ def test_sigkill_of_the_harness_leaves_no_grandchild_of_a_wrapper(escape: str) -
     if escape == "escape" and not cgroups.available()[0]:
         pytest.skip(f"no cgroup per server here: {cgroups.available()[1]}")
     env, tag = tagged_env()
-    marker = f"gauntlet-grandchild-{uuid.uuid4().hex}"
+    marker = f"tempest-grandchild-{uuid.uuid4().hex}"
     harness = subprocess.Popen([PY, "-c", HARNESS_HOLDING_A_WRAPPER, escape, marker], stdout=subprocess.PIPE,
                                cwd=ROOT, env=env)
     try:
@@ -303,7 +303,7 @@ def test_sigkill_of_the_harness_leaves_no_grandchild_of_a_wrapper(escape: str) -
         harness.send_signal(signal.SIGKILL)
         harness.wait(timeout=10)
         def leftover() -> list[Path]:
-            return [p for p in Path("/sys/fs/cgroup").rglob(f"mcp-gauntlet-{harness.pid}") if p.is_dir()]
+            return [p for p in Path("/sys/fs/cgroup").rglob(f"mcp-tempest-{harness.pid}") if p.is_dir()]
 
         # The guardian kills first and removes the cgroups after: wait for both (on a loaded machine
         # the directory goes a little after the last process).
@@ -348,7 +348,7 @@ def test_a_gone_harness_leaves_no_empty_cgroup_behind() -> None:
     if root is None:
         pytest.skip(f"no cgroup per server here: {cgroups.available()[1]}")
     gone = subprocess.run([PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
-    stale = root.parent / f"mcp-gauntlet-{gone}"
+    stale = root.parent / f"mcp-tempest-{gone}"
     (stale / f"{gone}.1").mkdir(parents=True)
     cgroups._sweep_stale(root.parent)
     assert not stale.exists()
@@ -370,7 +370,7 @@ def test_peak_memory_of_a_300_example_campaign_against_a_correct_stdio_server(tm
 def test_sigterm_of_load_stops_locust_and_the_servers(tmp_path: Path) -> None:
     env, tag = tagged_env()
     out = tmp_path / "load"
-    load = subprocess.Popen([PY, "-m", "load", "--run-time", "60s", "--users", "2", "--out", str(out)],
+    load = subprocess.Popen([PY, "-m", "mcp_tempest.load", "--run-time", "60s", "--users", "2", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env,
                             preexec_fn=default_sigint)
     try:

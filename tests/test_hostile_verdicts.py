@@ -205,10 +205,10 @@ def test_drivers_record_the_send_a_timeout_waited_for(tmp_path: Path) -> None:
     import socket
     import threading
 
-    from targets import wire
-    from targets.http_driver import HttpConnection
-    from targets.stdio_driver import start_stdio
-    from targets.transcript import Transcript
+    from mcp_tempest.targets import wire
+    from mcp_tempest.targets.http_driver import HttpConnection
+    from mcp_tempest.targets.stdio_driver import start_stdio
+    from mcp_tempest.targets.transcript import Transcript
 
     conn = start_stdio(Transcript("hang", "stdio"), [PYTHON, str(HOSTILE / "once_then_hang.py")], timeout=5.0)
     try:

@@ -27,7 +27,7 @@ import pytest
 from fuzz_support import reference_stdio
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("hypofuzz", reason="HypoFuzz is not installed (pip install 'mcp-gauntlet[hypofuzz]')")
+pytest.importorskip("hypofuzz", reason="HypoFuzz is not installed (pip install 'mcp-tempest[hypofuzz]')")
 HYPOTHESIS_CLI = Path(sys.executable).with_name("hypothesis")
 DONE = "Found a failing input for every test!"
 
@@ -38,10 +38,10 @@ def _start(tmp_path: Path, target: str, test: str, *, ci: bool) -> subprocess.Po
     if not HYPOTHESIS_CLI.exists() and not shutil.which("hypothesis"):
         pytest.skip("no `hypothesis` command beside this interpreter")
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env.update({"MCP_GAUNTLET_TARGET": target, **({"CI": "true"} if ci else {})})
+    env.update({"MCP_TEMPEST_TARGET": target, **({"CI": "true"} if ci else {})})
     return subprocess.Popen(
         [str(HYPOTHESIS_CLI), "fuzz", "-n", "1", "--no-dashboard", "--",
-         "--pyargs", "fuzz.properties.suite", "-k", test, "-p", "no:locust", "-p", "no:cacheprovider"],
+         "--pyargs", "mcp_tempest.fuzz.properties.suite", "-k", test, "-p", "no:locust", "-p", "no:cacheprovider"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
 
@@ -67,10 +67,10 @@ def _replay_only(cwd: Path, target: str) -> subprocess.CompletedProcess[str]:
     only on a failure someone saved there for this test."""
     (cwd / "replay_only.py").write_text(REPLAY_ONLY)
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
-    env.update({"MCP_GAUNTLET_TARGET": target, "PYTHONPATH": str(cwd)})
+    env.update({"MCP_TEMPEST_TARGET": target, "PYTHONPATH": str(cwd)})
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:locust", "-p", "replay_only",
-         "--hypothesis-profile", "replay-only", "--pyargs", "fuzz.properties.suite", "-k", "test_ids"],
+         "--hypothesis-profile", "replay-only", "--pyargs", "mcp_tempest.fuzz.properties.suite", "-k", "test_ids"],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 

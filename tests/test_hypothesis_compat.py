@@ -13,12 +13,12 @@ from typing import Any
 import hypothesis
 from hypothesis.internal.conjecture import engine
 
-from fuzz import hypothesis_compat as compat
+from mcp_tempest.fuzz import hypothesis_compat as compat
 
 
 def test_every_internal_we_use_still_works():
     problems = compat.check_internals()
-    assert problems == [], f"Hypothesis {hypothesis.__version__} changed internals mcp-gauntlet uses: {problems}"
+    assert problems == [], f"Hypothesis {hypothesis.__version__} changed internals mcp-tempest uses: {problems}"
 
 
 def test_shrink_time_limit_sets_and_restores_the_engine_constant():
@@ -56,12 +56,12 @@ def _with_profile(name: str, body: Callable[[], Any]) -> Any:
     from hypothesis import settings
 
     before = settings.default
-    settings.register_profile("mcp-gauntlet-test-before", before)
+    settings.register_profile("mcp-tempest-test-before", before)
     settings.load_profile(name)
     try:
         return body()
     finally:
-        settings.load_profile("mcp-gauntlet-test-before")
+        settings.load_profile("mcp-tempest-test-before")
 
 
 def test_outside_hypofuzz_a_derandomized_profile_is_left_alone():

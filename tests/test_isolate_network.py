@@ -20,12 +20,12 @@ import orjson
 import pytest
 from process_support import default_sigint
 
-from targets import netns, wire
+from mcp_tempest.targets import netns, wire
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
 REACH = ROOT / "tests" / "hostile_targets" / "reach_out.py"
-CLI = [PY, "-m", "fuzz.cli"]
+CLI = [PY, "-m", "mcp_tempest.fuzz.cli"]
 
 needs_netns = pytest.mark.skipif(not netns.available()[0], reason=f"no network namespace here: {netns.available()[1]}")
 
@@ -127,7 +127,7 @@ def test_where_the_machine_does_not_allow_it_one_line_and_exit_2(command: str, t
 def test_load_runs_against_an_isolated_http_spawn_target(listener: socket.socket, tmp_path: Path) -> None:
     log = tmp_path / "reach.log"
     out = tmp_path / "load"
-    done = subprocess.run([PY, "-m", "load", "--isolate-network", "--target", target("http+spawn", listener.getsockname()[1], log),
+    done = subprocess.run([PY, "-m", "mcp_tempest.load", "--isolate-network", "--target", target("http+spawn", listener.getsockname()[1], log),
                            "--run-time", "3s", "--users", "2", "--out", str(out)], capture_output=True, text=True,
                           cwd=ROOT, timeout=120, preexec_fn=default_sigint)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -141,9 +141,9 @@ def test_load_runs_against_an_isolated_http_spawn_target(listener: socket.socket
 @needs_netns
 @pytest.mark.parametrize("fork_server", [True, False])
 def test_every_fresh_process_has_a_namespace_of_its_own(fork_server: bool) -> None:
-    from targets.stdio_driver import StdioPool
-    from targets.target_spec import default_target, isolated
-    from targets.transcript import Transcript
+    from mcp_tempest.targets.stdio_driver import StdioPool
+    from mcp_tempest.targets.target_spec import default_target, isolated
+    from mcp_tempest.targets.transcript import Transcript
 
     spec = isolated(default_target("stdio"))
     pool = StdioPool(spec, size=0, fork_server=fork_server)

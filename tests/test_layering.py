@@ -37,7 +37,7 @@ def offending(package: Path, forbidden: tuple[str, ...]) -> list[str]:
 
 
 def test_targets_imports_nothing_from_fuzz_or_load() -> None:
-    assert offending(ROOT / "targets", ("fuzz", "load")) == []
+    assert offending(ROOT / "targets", ("mcp_tempest.fuzz", "mcp_tempest.load")) == []
 
 
 def test_nothing_under_fuzz_imports_locust() -> None:
@@ -47,7 +47,8 @@ def test_nothing_under_fuzz_imports_locust() -> None:
 def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
     pkg = tmp_path / "targets"
     pkg.mkdir()
-    (pkg / "ok.py").write_text("from targets import wire\nimport fuzzy\n")
-    (pkg / "late.py").write_text("def f():\n    from fuzz.properties.executor import Run\n    import load.runner\n")
-    assert offending(pkg, ("fuzz", "load")) == ["targets/late.py: fuzz.properties.executor.Run",
-                                                "targets/late.py: load.runner"]
+    (pkg / "ok.py").write_text("from mcp_tempest.targets import wire\nimport mcp_tempest.fuzzy\n")
+    (pkg / "late.py").write_text("def f():\n    from mcp_tempest.fuzz.properties.executor import Run\n"
+                                 "    import mcp_tempest.load.runner\n")
+    assert offending(pkg, ("mcp_tempest.fuzz", "mcp_tempest.load")) == [
+        "targets/late.py: mcp_tempest.fuzz.properties.executor.Run", "targets/late.py: mcp_tempest.load.runner"]

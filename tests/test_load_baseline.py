@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from load import capacity
+from mcp_tempest.load import capacity
 from tests.test_load_timeouts import start_slow_server
 
 
 def run(out: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
-    proc = subprocess.run([sys.executable, "-m", "load", "--rate", "300", "--run-time", "5s", "--check-every", "0",
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--rate", "300", "--run-time", "5s", "--check-every", "0",
                            "--progress-every", "0", "--out", str(out), *args],
                           cwd=out.parent, capture_output=True, text=True, timeout=90)
     path = out / "summary.json"

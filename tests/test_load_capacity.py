@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from load import capacity
+from mcp_tempest.load import capacity
 from tests.test_load_timeouts import start_slow_server
 
 
@@ -23,7 +23,7 @@ def test_capacity_search_finds_the_knee_of_a_server_with_known_capacity(tmp_path
     out = tmp_path / "out"
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "load", "--target", url + "/mcp", "--find-capacity", "--slo", "p95_ms<100",
+            [sys.executable, "-m", "mcp_tempest.load", "--target", url + "/mcp", "--find-capacity", "--slo", "p95_ms<100",
              "--slo", "failures<1%", "--start-rate", "25", "--step-time", "2s", "--refine", "1",
              "--mix", "tools/call=1", "--check-every", "0", "--max-in-flight", "200", "--timeout", "5",
              "--out", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=180)

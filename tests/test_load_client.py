@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("gevent")
 
-from load.mcp_client import McpHttp  # noqa: E402
-from targets import wire  # noqa: E402
+from mcp_tempest.load.mcp_client import McpHttp  # noqa: E402
+from mcp_tempest.targets import wire  # noqa: E402
 
 Responder = Callable[[dict], bytes | None]  # request message -> raw response bytes (None: stay silent)
 

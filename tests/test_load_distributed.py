@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from targets.spawn_pool import SpawnPool, free_ports
-from targets.target_spec import parse_target
+from mcp_tempest.targets.spawn_pool import SpawnPool, free_ports
+from mcp_tempest.targets.target_spec import parse_target
 
 USERS = Path(__file__).resolve().parent.parent / "load" / "users.py"
 
@@ -33,7 +33,7 @@ def nearest_rank_ms(samples_us: list[int], percent: float) -> float:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory):
     db = tmp_path_factory.mktemp("ref") / "db.sqlite3"
-    spec = parse_target(f"http+spawn:{sys.executable} -m targets.reference --transport http --port {{port}} --db {db}")
+    spec = parse_target(f"http+spawn:{sys.executable} -m mcp_tempest.targets.reference --transport http --port {{port}} --db {db}")
     with SpawnPool(spec, 1) as pool:
         yield pool.urls[0]
 

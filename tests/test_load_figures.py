@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from load.recorder import KindClash, Recorder
-from load.summary import build_summary, consistency
+from mcp_tempest.load.recorder import KindClash, Recorder
+from mcp_tempest.load.summary import build_summary, consistency
 
 MIXES = {
     "tools-list-only": "tools/list=1",
@@ -40,7 +40,7 @@ CASES = [
 
 def run_load(tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = tmp / "out"
-    proc = subprocess.run([sys.executable, "-m", "load", "--run-time", "3s", "--check-every", "0",
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--run-time", "3s", "--check-every", "0",
                            "--progress-every", "0", "--out", str(out), *args],
                           cwd=tmp, capture_output=True, text=True, timeout=120)
     path = out / "summary.json"

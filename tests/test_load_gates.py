@@ -17,7 +17,7 @@ import pytest
 
 
 def run_load(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "load", "--users", "4", "--run-time", "3s", "--check-every", "0",
+    return subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--users", "4", "--run-time", "3s", "--check-every", "0",
                            *args],
                           cwd=cwd, capture_output=True, text=True, timeout=90)
 

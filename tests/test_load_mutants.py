@@ -16,7 +16,7 @@ from pathlib import Path
 
 def run_load(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = cwd / "out"
-    proc = subprocess.run([sys.executable, "-m", "load", "--out", str(out), *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--out", str(out), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}

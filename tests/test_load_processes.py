@@ -1,4 +1,4 @@
-"""`mcp-gauntlet load --processes 2`: Locust's own multi-process mode (a master and forked
+"""`mcp-tempest load --processes 2`: Locust's own multi-process mode (a master and forked
 workers on loopback), started by the runner, produces one exact summary like a single process.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 def test_processes_option_uses_locust_multiprocess_mode(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "load", "--run-time", "3s", "--users", "4", "--processes", "2",
+        [sys.executable, "-m", "mcp_tempest.load", "--run-time", "3s", "--users", "4", "--processes", "2",
          "--out", str(tmp_path / "out")],
         cwd=tmp_path, capture_output=True, text=True, timeout=90,
     )

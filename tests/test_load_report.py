@@ -27,7 +27,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # a baseline written by hand (an earlier, much slower run), so one load run is enough
     baseline = tmp / "baseline.json"
     baseline.write_text(json.dumps({"operations": {}, "overall": {"p50_ms": 900.0, "p99_ms": 1000.0}, "rps": 1.0}))
-    proc = subprocess.run([sys.executable, "-m", "load", "--run-time", "4s", "--users", "3", "--out", str(tmp / "b"),
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--run-time", "4s", "--users", "3", "--out", str(tmp / "b"),
                            "--fail-on", "p99_ms>5000", "--baseline", str(baseline), "--progress-every", "0"],
                           cwd=tmp, capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet load` end to end on the embedded default: real servers, a real Locust run.
+"""`mcp-tempest load` end to end on the embedded default: real servers, a real Locust run.
 
 One short run does the work of several checks (its cost is Locust's start-up plus a few seconds
 of load): two reference instances so MRTR retries land on the other process, a logLevel so the
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from load.runner import load_main
+from mcp_tempest.load.runner import load_main
 
 SUMMARY_LINE = re.compile(r"^load: (\d+) requests, (\d+) failures, ([0-9.]+) rps, (\d+) MRTR operations, (\d+) violations$")
 
 
 def run_load(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "load", *args], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mcp_tempest.load", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -95,7 +95,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, capsys: pytest.Captur
         ["--mix", "tools/list=1,bogus=2"],
         ["--fail-on", "p99>5"],
         ["--run-time", "soon"],
-        ["--target", "stdio:python -m targets.reference"],
+        ["--target", "stdio:python -m mcp_tempest.targets.reference"],
         ["--target", "http://example.com/mcp"],
         ["--target", "http://127.0.0.1:9/mcp", "--instances", "2"],
         ["--baseline", str(tmp_path / "missing.json")],
@@ -163,7 +163,7 @@ def test_sigterm_stops_locust_and_the_servers(tmp_path: Path) -> None:
     import psutil
 
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "load", "--run-time", "120s", "--users", "2", "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_tempest.load", "--run-time", "120s", "--users", "2", "--out", str(out),
                              "--progress-every", "1"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
@@ -198,7 +198,7 @@ def test_sigkill_leaves_no_locust_worker_server_or_temporary_directory(tmp_path:
     import psutil
 
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "load", "--run-time", "120s", "--users", "2", "--processes", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_tempest.load", "--run-time", "120s", "--users", "2", "--processes", "2",
                              "--out", str(out), "--progress-every", "1"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     family: list[psutil.Process] = []
@@ -209,7 +209,7 @@ def test_sigkill_leaves_no_locust_worker_server_or_temporary_directory(tmp_path:
                 break
         family = psutil.Process(proc.pid).children(recursive=True)
         assert sum("locust" in " ".join(p.cmdline()) for p in family) >= 3  # master and two workers
-        stale = list(Path(tempfile.gettempdir()).glob(f"mcp-gauntlet-load-{proc.pid}-*"))
+        stale = list(Path(tempfile.gettempdir()).glob(f"mcp-tempest-load-{proc.pid}-*"))
         assert stale
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
@@ -219,7 +219,7 @@ def test_sigkill_leaves_no_locust_worker_server_or_temporary_directory(tmp_path:
         alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
         assert not alive, [p.cmdline() for p in alive]
         # the next run removes the dead run's temporary directory before it starts
-        again = subprocess.run([sys.executable, "-m", "load", "--run-time", "1s", "--users", "1",
+        again = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--run-time", "1s", "--users", "1",
                                 "--out", str(tmp_path / "again")], cwd=tmp_path, capture_output=True, timeout=120)
         assert again.returncode == 0, again.stderr
         assert not any(p.exists() for p in stale)

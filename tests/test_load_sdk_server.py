@@ -14,12 +14,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK_SERVER = ROOT / "tests" / "servers" / "sdk_server.py"
-STATE_KEY = "mcp-gauntlet-load-test-shared-key-0123456789"
+STATE_KEY = "mcp-tempest-load-test-shared-key-0123456789"
 
 
 def run_load(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
     out = cwd / "out"
-    proc = subprocess.run([sys.executable, "-m", "load", "--out", str(out), *args], cwd=cwd,
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--out", str(out), *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
     summary_path = out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}

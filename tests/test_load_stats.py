@@ -12,12 +12,19 @@ import random
 import jsonschema
 import pytest
 
-from load.gates import GateError, compare_baseline, evaluate, parse_gate, parse_gates, parse_margin
-from load.histogram import ExactHistogram, nearest_rank
-from load.operations import MixError, answer_input_requests, parse_mix
-from load.recorder import OPERATION, Recorder
-from load.schema_values import arguments_for, harvest_handles, missing_handles
-from load.summary import build_summary, summary_line
+from mcp_tempest.load.gates import (
+    GateError,
+    compare_baseline,
+    evaluate,
+    parse_gate,
+    parse_gates,
+    parse_margin,
+)
+from mcp_tempest.load.histogram import ExactHistogram, nearest_rank
+from mcp_tempest.load.operations import MixError, answer_input_requests, parse_mix
+from mcp_tempest.load.recorder import OPERATION, Recorder
+from mcp_tempest.load.schema_values import arguments_for, harvest_handles, missing_handles
+from mcp_tempest.load.summary import build_summary, summary_line
 
 
 def exact_percentile(samples: list[int], percent: float) -> int:
@@ -185,7 +192,7 @@ def test_elicitation_answers_fit_the_requested_schema() -> None:
 
 
 def test_pacer_schedules_arrivals_at_the_rate_whatever_happened_before() -> None:
-    from load.pacing import Pacer
+    from mcp_tempest.load.pacing import Pacer
 
     pacer = Pacer(100.0)
     slots = [pacer.next_slot() for _ in range(5)]
@@ -198,7 +205,7 @@ def test_pacer_schedules_arrivals_at_the_rate_whatever_happened_before() -> None
 
 
 def test_recorder_timeline_merges_exactly_and_ignores_samples_after_stop() -> None:
-    from load.recorder import Recorder
+    from mcp_tempest.load.recorder import Recorder
 
     worker, master = Recorder(), Recorder()
     for us in (1000, 2000, 3000):

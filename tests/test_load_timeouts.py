@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from targets.spawn_pool import free_ports
+from mcp_tempest.targets.spawn_pool import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 SLOW_SERVER = ROOT / "tests" / "load_slow_server.py"
@@ -43,7 +43,7 @@ def stats(url: str) -> dict:
 
 
 def run_load(args: list[str], out: Path, timeout: float) -> tuple[subprocess.CompletedProcess[str], dict]:
-    proc = subprocess.run([sys.executable, "-m", "load", "--out", str(out), *args], cwd=out.parent,
+    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--out", str(out), *args], cwd=out.parent,
                           capture_output=True, text=True, timeout=timeout)
     path = out / "summary.json"
     return proc, (json.loads(path.read_text()) if path.is_file() else {})

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from mcp_types import methods
 
-from fuzz.oracle import facts
-from fuzz.properties import judging
-from strategies import malformed, schema_source
-from strategies.schema_source import default_source
-from targets import wire
+from mcp_tempest.fuzz.oracle import facts
+from mcp_tempest.fuzz.properties import judging
+from mcp_tempest.strategies import malformed, schema_source
+from mcp_tempest.strategies.schema_source import default_source
+from mcp_tempest.targets import wire
 
 REVISION = "2026-07-28"
 

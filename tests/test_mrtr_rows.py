@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 from fuzz_support import PYTHON, reference_stdio, run_cli
 
-from fuzz.properties.mrtr import PROBES, ROW_JUDGED
-from strategies import malformed as catalogue
+from mcp_tempest.fuzz.properties.mrtr import PROBES, ROW_JUDGED
+from mcp_tempest.strategies import malformed as catalogue
 
 
 def test_every_retry_level_row_is_a_scenario_of_the_mrtr_property_under_its_own_name() -> None:

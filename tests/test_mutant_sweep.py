@@ -1,8 +1,8 @@
 """Every mutant is found by a plain default-budget campaign (issue 10, item 3).
 
 The CI version of tests/benchmarks/bench_mutant_sweep.py (which runs 5 seeds, nightly): for
-each bug `mcp-gauntlet serve --list-bugs` names that a campaign is to find (Mutant.found_by),
-`mcp-gauntlet fuzz --max-examples 200 --seed S --stop-on-rule <its rules>` against the reference
+each bug `mcp-tempest serve --list-bugs` names that a campaign is to find (Mutant.found_by),
+`mcp-tempest fuzz --max-examples 200 --seed S --stop-on-rule <its rules>` against the reference
 server with that bug switched on must report one of the bug's rule ids. No property is singled out
 and no mutation is named: the default split of the budget must be enough. `--stop-on-rule` ends a
 campaign at that finding (up to it, the campaign is the default one, seed for seed), and the
@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
 from bench_mutant_sweep import sweep  # noqa: E402 - the benchmark is a script
 
-from targets.mutants import MUTANTS, found_by  # noqa: E402
+from mcp_tempest.targets.mutants import MUTANTS, found_by  # noqa: E402
 
 
 @pytest.mark.slow  # every mutant, each campaign up to its finding, two at a time
@@ -42,7 +42,7 @@ def test_stop_on_rule_ends_the_campaign_at_the_finding_and_the_same_seed_finds_t
     import orjson
     from bench_mutant_sweep import campaign_argv
 
-    from fuzz.campaign_command import fuzz_main
+    from mcp_tempest.fuzz.campaign_command import fuzz_main
 
     argv = campaign_argv("null-id-accepted", 1, 200, tmp_path)
     assert fuzz_main(argv) == 1
@@ -52,7 +52,7 @@ def test_stop_on_rule_ends_the_campaign_at_the_finding_and_the_same_seed_finds_t
 
 
 def test_stop_on_rule_rejects_what_is_not_a_rule_id(capsys: pytest.CaptureFixture[str]) -> None:
-    from fuzz.campaign_command import fuzz_main
+    from mcp_tempest.fuzz.campaign_command import fuzz_main
 
     assert fuzz_main(["--stop-on-rule", "rpc 4"]) == 2
     err = capsys.readouterr().err

@@ -19,8 +19,8 @@ import psutil
 import pytest
 from reference_support import HttpServer, StdioServer, complete_mrtr_params, req
 
-from targets import wire
-from targets.mutants import MUTANTS
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.mutants import MUTANTS
 
 ELICIT = {"elicitation": {}}
 STARTS = "2026-08-03T09:00:00Z"

@@ -1,11 +1,11 @@
 """Every mutant of the reference server is found by the fuzzer, with a replayable reproduction.
 
-For each bug `mcp-gauntlet serve --list-bugs` names that a campaign is to find (Mutant.found_by), one
+For each bug `mcp-tempest serve --list-bugs` names that a campaign is to find (Mutant.found_by), one
 short campaign runs the property aimed at it, with a fixed seed, against the mutant:
-- `mcp-gauntlet fuzz` exits 1 and files a finding under one of the mutant's listed rule ids (the
+- `mcp-tempest fuzz` exits 1 and files a finding under one of the mutant's listed rule ids (the
   label is the duty a campaign reports, never only the rule the probe frame broke);
 - the finding's reproduction is a transcript of a few frames;
-- `mcp-gauntlet replay` on that file exits 1 against the mutant and 0 against the reference.
+- `mcp-tempest replay` on that file exits 1 against the mutant and 0 against the reference.
 This is the fuzzer's own acceptance test: a bug it cannot find here it will not find elsewhere.
 """
 
@@ -19,8 +19,8 @@ import orjson
 import pytest
 from fuzz_support import PYTHON, last_line, processes_mentioning, reference_http, reference_stdio
 
-from fuzz.cli import main as cli_main
-from targets.mutants import MUTANTS, found_by
+from mcp_tempest.fuzz.cli import main as cli_main
+from mcp_tempest.targets.mutants import MUTANTS, found_by
 
 # bug -> (transport, property aimed at it, examples, malformed frames for the framing property)
 PLAN: dict[str, tuple[str, str, int, str]] = {
@@ -67,7 +67,7 @@ MAX_REPRO_FRAMES = 12
 
 
 def listed_bugs() -> dict[str, set[str]]:
-    out = subprocess.run([PYTHON, "-m", "fuzz.cli", "serve", "--list-bugs"], capture_output=True, text=True,
+    out = subprocess.run([PYTHON, "-m", "mcp_tempest.fuzz.cli", "serve", "--list-bugs"], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     bugs: dict[str, set[str]] = {}
     for line in out.splitlines():

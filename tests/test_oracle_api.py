@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fuzz.oracle import (
+from mcp_tempest.fuzz.oracle import (
     BOTH_ERAS,
     RULES,
     Expectation,
@@ -20,9 +20,9 @@ from fuzz.oracle import (
     rules_for,
     warm_up,
 )
-from fuzz.oracle.craft import Crafter
-from targets import wire
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.oracle.craft import Crafter
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Transcript
 
 INFO = {wire.META_SERVER_INFO: {"name": "srv", "version": "1"}}
 TOOL_OK = {"resultType": "complete", "content": [{"type": "text", "text": "hi"}], "_meta": INFO}
@@ -80,7 +80,7 @@ def test_modern_only_expectation_judges_survival_only_on_a_dual_era_target() -> 
     """A dual-era server may serve a legacy method or a request without MCP-Protocol-Version by
     2025-era rules (VER-05, HDR-02's exception): the expectation only marks itself modern-only,
     and the oracle's one dual-era policy (`judge(..., dual=True)`) keeps only the liveness check."""
-    from strategies.malformed import MUTATIONS
+    from mcp_tempest.strategies.malformed import MUTATIONS
 
     for name in ("hdr-version-missing", "legacy-ping", "meta-version-legacy"):
         mutation = MUTATIONS[name]

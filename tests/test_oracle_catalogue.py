@@ -21,13 +21,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_oracle_reference import SERVE, TIMEOUT, _listening_url, show
 
-from fuzz.oracle import Expectation, judge
-from strategies.malformed import MUTATIONS, base_methods, malformed_case, malformed_retry, mutation_names
-from targets import wire
-from targets.connection import Connection, is_response_to
-from targets.http_driver import HttpConnection
-from targets.stdio_driver import StdioConnection, start_stdio
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.oracle import Expectation, judge
+from mcp_tempest.strategies.malformed import (
+    MUTATIONS,
+    base_methods,
+    malformed_case,
+    malformed_retry,
+    mutation_names,
+)
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connection import Connection, is_response_to
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.stdio_driver import StdioConnection, start_stdio
+from mcp_tempest.targets.transcript import Transcript
 
 LONG_LIVED = {"subscriptions/listen"}  # answered only when the subscription ends
 

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from conftest import require_spec_dir
 
-from fuzz.oracle import judge
-from fuzz.oracle.craft import Crafter
-from targets import wire
+from mcp_tempest.fuzz.oracle import judge
+from mcp_tempest.fuzz.oracle.craft import Crafter
+from mcp_tempest.targets import wire
 
 RESULT_METHOD = {
     "DiscoverResult": "server/discover",

@@ -1,7 +1,7 @@
 """The oracle reports each one-bug mutant of the reference server under the rule it is labelled with.
 
 The same recorded scenario as `test_oracle_reference.py` (which proves the reference itself draws
-nothing) is played against `mcp-gauntlet serve --bug NAME`: a rule that stays silent on a real
+nothing) is played against `mcp-tempest serve --bug NAME`: a rule that stays silent on a real
 server with that exact bug would be a rule that only fires on hand-made transcripts.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from test_oracle_reference import Recorder, record, show, stdio_conn
 
-from fuzz.oracle import judge
-from targets import wire
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.oracle import judge
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Transcript
 
 # Each mutant, the transport its bug lives on, and the rule the oracle must report for it.
 MUTANTS = [
@@ -60,10 +60,10 @@ def test_era_lock_is_sl_2_on_the_mutant_and_silent_on_the_reference(tmp_path: Pa
     """A malformed _meta, then valid discovers on the same real process, judged with the DiscoverResult
     a fresh process gave (as a campaign's start-of-run probe does): SL-2 once on the mutant, nothing
     on the reference."""
-    fresh = Transcript("mcp-gauntlet serve", "stdio")
+    fresh = Transcript("mcp-tempest serve", "stdio")
     with stdio_conn(fresh, tmp_path / "f.sqlite3") as conn:
         discover = Recorder(conn).ask(wire.build_request(1, "server/discover"))["result"]
-    transcript = Transcript("mcp-gauntlet serve", "stdio")
+    transcript = Transcript("mcp-tempest serve", "stdio")
     with stdio_conn(transcript, tmp_path / "m.sqlite3", *([bug] if bug else [])) as conn:
         rec = Recorder(conn)
         rec.ask({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": "x"}})

@@ -2,7 +2,7 @@
 
 One scenario (valid requests of every method, an MRTR round trip, and a few malformed frames
 each followed by a liveness sentinel) is recorded with the project's own drivers from
-`mcp-gauntlet serve`, over stdio and over Streamable HTTP (`--port 0`). The reference server
+`mcp-tempest serve`, over stdio and over Streamable HTTP (`--port 0`). The reference server
 must draw no violation at all, in either era's rule set; each mutant must draw the rule it is
 labelled with, which proves the rules fire on real bytes and not only on crafted ones.
 """
@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from fuzz.oracle import Expectation, Violation, judge
-from fuzz.properties.executor import settle_before
-from targets import wire
-from targets.connection import Connection, is_response_to
-from targets.http_driver import HttpConnection
-from targets.stdio_driver import start_stdio
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.oracle import Expectation, Violation, judge
+from mcp_tempest.fuzz.properties.executor import settle_before
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connection import Connection, is_response_to
+from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.stdio_driver import start_stdio
+from mcp_tempest.targets.transcript import Transcript
 
-SERVE = [sys.executable, "-m", "fuzz.cli", "serve"]
+SERVE = [sys.executable, "-m", "mcp_tempest.fuzz.cli", "serve"]
 STARTUP_TIMEOUT = 15.0
 TIMEOUT = 5.0
 ELICIT_CAPS = {"elicitation": {}}
@@ -227,7 +227,7 @@ def _listening_url(proc: subprocess.Popen[bytes]) -> str:
 
 
 def record(transport: str, db: Path, *bugs: str, malformed: bool = True) -> tuple[Transcript, dict[int, Expectation]]:
-    transcript = Transcript("mcp-gauntlet serve", transport)  # type: ignore[arg-type]
+    transcript = Transcript("mcp-tempest serve", transport)  # type: ignore[arg-type]
     opener = stdio_conn if transport == "stdio" else http_conn
     with opener(transcript, db, *bugs) as conn:
         rec = Recorder(conn)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from fuzz.oracle import RULES, Expectation, Violation, judge
-from fuzz.oracle.craft import Crafter
-from fuzz.oracle.exchange import TRAILER_WINDOW
-from fuzz.oracle.model import server_duty
-from targets import wire
+from mcp_tempest.fuzz.oracle import RULES, Expectation, Violation, judge
+from mcp_tempest.fuzz.oracle.craft import Crafter
+from mcp_tempest.fuzz.oracle.exchange import TRAILER_WINDOW
+from mcp_tempest.fuzz.oracle.model import server_duty
+from mcp_tempest.targets import wire
 
 MODERN = wire.MODERN_VERSION
 INFO = {wire.META_SERVER_INFO: {"name": "srv", "version": "1"}}

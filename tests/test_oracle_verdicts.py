@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.oracle import Expectation, judge
-from fuzz.oracle.craft import Crafter
-from fuzz.oracle.exchange import build_exchange
-from strategies.malformed import MUTATIONS
-from targets import wire
+from mcp_tempest.fuzz.oracle import Expectation, judge
+from mcp_tempest.fuzz.oracle.craft import Crafter
+from mcp_tempest.fuzz.oracle.exchange import build_exchange
+from mcp_tempest.strategies.malformed import MUTATIONS
+from mcp_tempest.targets import wire
 
 DISCOVER = {"resultType": "complete", "supportedVersions": [wire.MODERN_VERSION], "ttlMs": 0,
             "cacheScope": "public", "capabilities": {"tools": {}, "resources": {}},

@@ -14,11 +14,11 @@ import orjson
 import pytest
 from servers.catalog import EVERYTHING, SDK, ServerSpec, node_binary, npm_packages_installed
 
-from targets import wire
-from targets.connect import Target
-from targets.probe import probe, probe_main
-from targets.spawn_pool import SpawnPool
-from targets.target_spec import default_target, parse_target
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connect import Target
+from mcp_tempest.targets.probe import probe, probe_main
+from mcp_tempest.targets.spawn_pool import SpawnPool
+from mcp_tempest.targets.target_spec import default_target, parse_target
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent

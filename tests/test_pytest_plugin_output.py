@@ -28,8 +28,8 @@ def test_the_suite_has_one_hypothesis_test_per_registered_property():
     module-level Hypothesis test (what HypoFuzz collects) with its own example-database key."""
     from hypothesis.internal.reflection import function_digest
 
-    import fuzz.properties.suite as suite
-    from fuzz.properties.base import all_properties
+    import mcp_tempest.fuzz.properties.suite as suite
+    from mcp_tempest.fuzz.properties.base import all_properties
 
     names = [f"test_{name}" for name in all_properties()]
     module_tests = [n for n in vars(suite) if n.startswith("test_")]

@@ -34,14 +34,14 @@ def test_quick_start_has_exactly_two_commands() -> None:
 
 # Commands from the README that finish in seconds on the embedded default: run them as written.
 QUICK = [
-    "mcp-gauntlet probe",
-    "mcp-gauntlet frames --list",
-    "mcp-gauntlet frames --method tools/call --count 5 --seed 7",
-    "mcp-gauntlet frames --malformed embedded-newline --count 3",
-    "mcp-gauntlet serve --list-bugs",
-    "mcp-gauntlet catalogue",
-    "mcp-gauntlet catalogue --json",
-    "mcp-gauntlet catalogue --max-tokens 2000 --max-tool-tokens 200",
+    "mcp-tempest probe",
+    "mcp-tempest frames --list",
+    "mcp-tempest frames --method tools/call --count 5 --seed 7",
+    "mcp-tempest frames --malformed embedded-newline --count 3",
+    "mcp-tempest serve --list-bugs",
+    "mcp-tempest catalogue",
+    "mcp-tempest catalogue --json",
+    "mcp-tempest catalogue --max-tokens 2000 --max-tool-tokens 200",
 ]
 
 
@@ -49,7 +49,7 @@ QUICK = [
 def test_readme_command_works_as_written(command: str, tmp_path: Path) -> None:
     assert command in _commands(), f"{command!r} is no longer in the README"
     argv = shlex.split(command)
-    exe = Path(sys.executable).with_name("mcp-gauntlet")
+    exe = Path(sys.executable).with_name("mcp-tempest")
     done = subprocess.run([str(exe), *argv[1:]], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip(), "printed nothing"
@@ -57,10 +57,10 @@ def test_readme_command_works_as_written(command: str, tmp_path: Path) -> None:
 
 
 def test_readme_catalogue_table_is_the_reference_servers_measured_now() -> None:
-    from fuzz.catalogue import Catalogue, read
-    from targets.target_spec import default_target
+    from mcp_tempest.fuzz.catalogue import Catalogue, read
+    from mcp_tempest.targets.target_spec import default_target
 
-    section = README.split("### `mcp-gauntlet catalogue`", 1)[1].split("\n### ", 1)[0]
+    section = README.split("### `mcp-tempest catalogue`", 1)[1].split("\n### ", 1)[0]
     rows = re.findall(r"^\| (\S[^|]*?) \| (\**\d+\**) \| (\**\d+\**) \|$", section, flags=re.M)
     cat = Catalogue.from_probe(read(default_target(), timeout=10, max_pages=20, drift=False).first)
     measured = [(row[0], str(row[1]), str(row[2])) for row in

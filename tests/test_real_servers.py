@@ -1,6 +1,6 @@
 """The fuzzer against servers nobody here wrote: it must find their deviations on its own.
 
-Every campaign of `tests/real_servers/regenerate.py` (plain `mcp-gauntlet fuzz` runs with fixed
+Every campaign of `tests/real_servers/regenerate.py` (plain `mcp-tempest fuzz` runs with fixed
 seeds and small budgets against the example servers in `tests/servers/`) runs here again, and:
 - each finds the deviations listed for it, at the strength DIGEST supports, confirmed on fresh
   processes, and never reports the rules it must not (HDR-02 against a server that HDR-02's
@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT / "tests" / "real_servers"))
 import regenerate  # noqa: E402 - tests/real_servers is not a package: found through the path above
 from regenerate import CAMPAIGNS, Campaign, Outcome  # noqa: E402
 
-from fuzz.findings import load_repro  # noqa: E402
-from fuzz.oracle import RULES  # noqa: E402
+from mcp_tempest.fuzz.findings import load_repro  # noqa: E402
+from mcp_tempest.fuzz.oracle import RULES  # noqa: E402
 
 pytestmark = pytest.mark.slow
 PARALLEL = 2
@@ -164,11 +164,11 @@ def test_every_committed_replay_still_fails_as_the_readme_says_five_times_out_of
     findings = _committed()
 
     def replay(f: dict) -> tuple[dict, subprocess.CompletedProcess[str]]:
-        # The README's command, as written, from the project root ("mcp-gauntlet" is this venv's),
+        # The README's command, as written, from the project root ("mcp-tempest" is this venv's),
         # with no --timeout: the file's recorded timeouts are what it is judged with.
         argv = f["command"].split()
-        assert argv[:2] == ["mcp-gauntlet", "replay"] and len(argv) == 3
-        exe = str(Path(sys.executable).with_name("mcp-gauntlet"))
+        assert argv[:2] == ["mcp-tempest", "replay"] and len(argv) == 3
+        exe = str(Path(sys.executable).with_name("mcp-tempest"))
         return f, subprocess.run([exe, *argv[1:], "--attempts", "5", "--json"], cwd=ROOT, env=regenerate.child_env(),
                                  capture_output=True, text=True, timeout=900, check=False)
 
@@ -189,6 +189,6 @@ def test_a_committed_replay_whose_server_is_missing_exits_2(tmp_path: Path) -> N
     path = tmp_path / "missing.json"
     path.write_text(json.dumps(doc))
     for cwd in (ROOT, tmp_path):
-        done = subprocess.run([sys.executable, "-m", "fuzz.cli", "replay", str(path)], cwd=cwd,
+        done = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", "replay", str(path)], cwd=cwd,
                               env=regenerate.child_env(), capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 2 and "could not run the target" in done.stderr, done.stdout + done.stderr

@@ -26,7 +26,7 @@ import pytest
 from tests.fuzz_support import CLI, processes_mentioning, reference_stdio
 
 pytestmark = pytest.mark.slow
-redis = pytest.importorskip("redis", reason="the redis client (mcp-gauntlet[redis]) is not installed")
+redis = pytest.importorskip("redis", reason="the redis client (mcp-tempest[redis]) is not installed")
 
 
 def _redis_binary() -> str:
@@ -177,7 +177,7 @@ def test_a_redis_restart_mid_campaign_loses_nothing(tmp_path: Path, redis_server
 
 
 def test_writes_made_while_redis_is_down_land_when_it_is_back(tmp_path: Path, redis_server: RedisServer) -> None:
-    from fuzz.redis_database import ResilientRedisDatabase
+    from mcp_tempest.fuzz.redis_database import ResilientRedisDatabase
 
     db = ResilientRedisDatabase(redis_server.url, retry_seconds=0.3)
     db.save(b"k", b"first")

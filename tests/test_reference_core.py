@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from targets import wire
-from targets.reference.core import Core, HttpInfo, build_core
-from targets.reference.request_state import StateError, StateSealer
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.reference.core import Core, HttpInfo, build_core
+from mcp_tempest.targets.reference.request_state import StateError, StateSealer
 
 
 @pytest.fixture

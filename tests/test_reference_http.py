@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from reference_support import HttpServer, StdioServer, complete_mrtr_params, req
 
-from targets import wire
-from targets.reference.catalog import TOOLS
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.reference.catalog import TOOLS
 
 LIST_EVENTS_SCHEMA = next(t["inputSchema"] for t in TOOLS if t["name"] == "list_events")
 STARTS = "2026-08-03T09:00:00Z"
@@ -36,7 +36,7 @@ def server(db: Path) -> Iterator[HttpServer]:
 def test_statuses_of_results_and_errors(server: HttpServer) -> None:
     ok = server.post(req(1, "server/discover"))
     assert ok.status == 200 and ok.headers["content-type"] == "application/json"
-    assert ok.message["result"]["_meta"][wire.META_SERVER_INFO]["name"] == "mcp-gauntlet-reference"
+    assert ok.message["result"]["_meta"][wire.META_SERVER_INFO]["name"] == "mcp-tempest-reference"
     cases: list[tuple[dict[str, Any], int, int]] = [
         ({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}, 400, wire.INVALID_PARAMS),
         ({"jsonrpc": "2.0", "id": 3, "method": "tools/list",

@@ -14,9 +14,9 @@ import orjson
 import pytest
 from reference_support import SERVE, StdioServer, complete_mrtr_params, req
 
-from targets import wire
-from targets.mutants import MUTANTS
-from targets.reference.request_state import StateSealer
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.mutants import MUTANTS
+from mcp_tempest.targets.reference.request_state import StateSealer
 
 ELICIT = {"elicitation": {}}
 STARTS = "2026-08-03T09:00:00Z"
@@ -39,7 +39,7 @@ def test_discover_names_itself_in_meta_and_gives_cache_hints(db: Path) -> None:
         result = resp["result"]
         assert notes == []
         assert result["supportedVersions"] == ["2026-07-28"]
-        assert result["_meta"][wire.META_SERVER_INFO]["name"] == "mcp-gauntlet-reference"
+        assert result["_meta"][wire.META_SERVER_INFO]["name"] == "mcp-tempest-reference"
         assert "serverInfo" not in result
         assert result["ttlMs"] >= 0 and result["cacheScope"] in ("public", "private")
         assert set(result["capabilities"]) >= {"tools", "resources", "prompts", "completions", "logging"}

@@ -16,7 +16,7 @@ def test_benchmark_docstrings_name_no_absolute_interpreter():
 
 
 def test_readme_example_output_folders_are_ignored(tmp_path: Path):
-    for folder in ("nightly", "gauntlet-report", ".gauntlet-db", "gauntlet-out", ".venv-lowest"):
+    for folder in ("nightly", "tempest-report", ".tempest-db", "tempest-out", ".venv-lowest"):
         probe = f"{folder}/x.json"
         proc = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT, capture_output=True)
         assert proc.returncode == 0, f"{folder}/ is not in .gitignore"

@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from strategies import protocol as p
-from strategies.compiler import JSON_SAFE_INT, SchemaCompiler, compile_schema
-from strategies.frames import any_valid_frame, valid_request, valid_response
-from strategies.frames_command import frames_main
-from strategies.malformed import MUTATIONS
-from strategies.schema_source import load_schema_source
-from strategies.targeted import Inventory, mcp_param_headers, targeted_request
+from mcp_tempest.strategies import protocol as p
+from mcp_tempest.strategies.compiler import JSON_SAFE_INT, SchemaCompiler, compile_schema
+from mcp_tempest.strategies.frames import any_valid_frame, valid_request, valid_response
+from mcp_tempest.strategies.frames_command import frames_main
+from mcp_tempest.strategies.malformed import MUTATIONS
+from mcp_tempest.strategies.schema_source import load_schema_source
+from mcp_tempest.strategies.targeted import Inventory, mcp_param_headers, targeted_request
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "2026-07-28"
 SCHEMA = SPEC / "schema.json"
@@ -277,12 +277,12 @@ def test_targeted_requests_reach_real_handlers_and_some_miss():
 
 
 def _header(value: str) -> str:
-    from strategies.http_headers import encode_header_value
+    from mcp_tempest.strategies.http_headers import encode_header_value
 
     return encode_header_value(value)
 
 
-# -- mcp-gauntlet frames ----------------------------------------------------------------------------
+# -- mcp-tempest frames ----------------------------------------------------------------------------
 
 
 def _run(capsys, *argv: str) -> tuple[int, list[str], str]:
@@ -353,8 +353,8 @@ def test_frames_command_is_deterministic_across_processes():
 
 
 def test_frames_stdout_is_frames_only_and_pipes_into_jq():
-    """`mcp-gauntlet frames --count 5 | jq -c .method` prints 5 lines (CLI.md: frames only on stdout)."""
-    cli = shutil.which("mcp-gauntlet", path=os.path.dirname(sys.executable)) or "mcp-gauntlet"
+    """`mcp-tempest frames --count 5 | jq -c .method` prints 5 lines (CLI.md: frames only on stdout)."""
+    cli = shutil.which("mcp-tempest", path=os.path.dirname(sys.executable)) or "mcp-tempest"
     proc = subprocess.run([cli, "frames", "--count", "5"], cwd=PROJECT, capture_output=True, timeout=120, check=True)
     lines = proc.stdout.rstrip(b"\n").split(b"\n")  # newline-delimited (U+2028 is no line end for jq)
     assert len(lines) == 5 and all(isinstance(orjson.loads(line)["method"], str) for line in lines)
@@ -374,9 +374,9 @@ def test_every_listed_mutation_is_accepted_by_name_and_no_other_name_is():
 
 
 def test_the_ids_property_files_its_probes_under_catalogue_names():
-    from fuzz.properties.base import Context
-    from fuzz.properties.ids import PROPERTY as IDS
-    from strategies.sampling import draw_examples
+    from mcp_tempest.fuzz.properties.base import Context
+    from mcp_tempest.fuzz.properties.ids import PROPERTY as IDS
+    from mcp_tempest.strategies.sampling import draw_examples
 
     cases = draw_examples(IDS.cases(Context(transport="stdio")), 60, 5)
     used = {s.mutation for c in cases for s in c.steps if s.mutation}

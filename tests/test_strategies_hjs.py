@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from jsonschema import Draft202012Validator
 
-from strategies.hjs_inputs import hjs_arguments, hjs_works, wants_hjs
-from strategies.targeted import tool_arguments
+from mcp_tempest.strategies.hjs_inputs import hjs_arguments, hjs_works, wants_hjs
+from mcp_tempest.strategies.targeted import tool_arguments
 
 HARD_SCHEMAS = {
     "pattern": {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2}$"}},

@@ -21,7 +21,7 @@ from hypothesis.internal.conjecture import utils as cu
 from jsonschema import Draft202012Validator
 from packaging.requirements import Requirement
 
-from strategies.hjs_inputs import adapt_hjs, hjs_works
+from mcp_tempest.strategies.hjs_inputs import adapt_hjs, hjs_works
 
 hjs = pytest.importorskip("hypothesis_jsonschema", reason="hypothesis-jsonschema not installed (the hjs extra)")
 HYPOTHESIS_LACKS_MORE = not hasattr(cu.many, "more")

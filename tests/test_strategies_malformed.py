@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from strategies import http_headers as hh
-from strategies import protocol as p
-from strategies.frames import valid_request
-from strategies.malformed import (
+from mcp_tempest.strategies import http_headers as hh
+from mcp_tempest.strategies import protocol as p
+from mcp_tempest.strategies.frames import valid_request
+from mcp_tempest.strategies.malformed import (
     MUTATIONS,
     base_methods,
     catalogue,
@@ -30,9 +30,9 @@ from strategies.malformed import (
     mutation_names,
     retry_mutations_for,
 )
-from strategies.mrtr import input_required_result, retry_for
-from strategies.sampling import draw_examples
-from strategies.schema_source import load_schema_source
+from mcp_tempest.strategies.mrtr import input_required_result, retry_for
+from mcp_tempest.strategies.sampling import draw_examples
+from mcp_tempest.strategies.schema_source import load_schema_source
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "2026-07-28"
 SCHEMA = SPEC / "schema.json"
@@ -490,7 +490,7 @@ def test_malformed_retry_refuses_a_context_without_what_it_needs():
 def test_a_mutation_carries_the_oracles_own_expectation():
     """One type from strategy to oracle: a mutation's expectation is `fuzz.oracle.Expectation`,
     bound to the mutation's name and rule, resolved per transport, and it survives a replay file."""
-    from fuzz.oracle import Expectation as OracleExpectation
+    from mcp_tempest.fuzz.oracle import Expectation as OracleExpectation
 
     for name, mutation in MUTATIONS.items():
         exp = mutation.expect
@@ -514,9 +514,9 @@ def test_a_mutation_carries_the_oracles_own_expectation():
 def test_the_oracle_judges_a_catalogue_expectation_per_transport():
     """The spec tension above, judged by the oracle on crafted exchanges: -32020 with 400 is a
     right answer over HTTP and a wrong one over stdio."""
-    from fuzz.oracle import judge
-    from fuzz.oracle.craft import Crafter
-    from targets import wire
+    from mcp_tempest.fuzz.oracle import judge
+    from mcp_tempest.fuzz.oracle.craft import Crafter
+    from mcp_tempest.targets import wire
 
     name = "meta-missing-protocol-version"
     frame = wire.build_request(1, "tools/list")

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from strategies.frames import valid_request
-from strategies.mrtr import (
+from mcp_tempest.strategies.frames import valid_request
+from mcp_tempest.strategies.mrtr import (
     ELICIT,
     build_retry,
     form_field,
@@ -23,7 +23,7 @@ from strategies.mrtr import (
     next_request_id,
     retry_for,
 )
-from strategies.schema_source import load_schema_source
+from mcp_tempest.strategies.schema_source import load_schema_source
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "2026-07-28"
 SCHEMA = SPEC / "schema.json"
@@ -138,7 +138,7 @@ def test_deterministic_answers_and_retry():
     answer = fulfil(form)
     assert answer == {
         "action": "accept",
-        "content": {"name": "aaa", "age": 18, "mail": "gauntlet@example.com", "size": "s", "tags": ["a"], "ok": False},
+        "content": {"name": "aaa", "age": 18, "mail": "tempest@example.com", "size": "s", "tags": ["a"], "ok": False},
     }
     assert Draft202012Validator(form["params"]["requestedSchema"]).is_valid(answer["content"])
     assert fulfil(form, action="decline") == {"action": "decline"}

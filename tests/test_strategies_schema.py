@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from strategies import errata
-from strategies.schema_source import SchemaSourceError, load_schema_source
+from mcp_tempest.strategies import errata
+from mcp_tempest.strategies.schema_source import SchemaSourceError, load_schema_source
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "2026-07-28"
 SCHEMA = SPEC / "schema.json"

@@ -34,12 +34,12 @@ from servers.catalog import (
     npm_packages_installed,
 )
 
-from targets import wire
+from mcp_tempest.targets import wire
 
 pytestmark = pytest.mark.slow  # starts real third-party servers (the marker's stated purpose)
 
 MODERN_VERSION = wire.MODERN_VERSION
-SHARED_KEY = "gauntlet-test-shared-request-state-key-0123456789"
+SHARED_KEY = "tempest-test-shared-request-state-key-0123456789"
 
 
 def _require_npm_side() -> None:
@@ -128,7 +128,7 @@ def _assert_discover(response: dict, id_: int | str) -> None:
     assert result["resultType"] == "complete"
     assert MODERN_VERSION in result["supportedVersions"]
     assert isinstance(result["ttlMs"], int) and result["cacheScope"] in ("public", "private")
-    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].startswith("gauntlet-")
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].startswith("tempest-")
 
 
 def _retry_params(first: dict) -> dict:

@@ -7,9 +7,9 @@ import pickle
 import orjson
 import pytest
 
-from targets.target_spec import default_target
-from targets.transcript import Transcript
-from targets.transports import HTTP, STDIO, TRANSPORTS, transport_named
+from mcp_tempest.targets.target_spec import default_target
+from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transports import HTTP, STDIO, TRANSPORTS, transport_named
 
 
 def test_a_transcript_keeps_the_name_on_disk_and_the_object_in_memory() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from fuzz.campaign import RECENT_EXAMPLES, _JobState
+from mcp_tempest.fuzz.campaign import RECENT_EXAMPLES, _JobState
 
 
 def state(failures: int = 0, generated: list[bool] | None = None, aside: list[bool] | None = None) -> _JobState:

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from targets import wire
-from targets.transcript import Transcript
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Transcript
 
 
 def test_request_restates_version_and_capabilities() -> None:
@@ -16,7 +16,7 @@ def test_request_restates_version_and_capabilities() -> None:
     assert msg["jsonrpc"] == "2.0" and msg["id"] == 7
     assert meta[wire.META_PROTOCOL_VERSION] == "2026-07-28"
     assert meta[wire.META_CLIENT_CAPABILITIES] == {"elicitation": {}}
-    assert meta[wire.META_CLIENT_INFO]["name"] == "mcp-gauntlet"
+    assert meta[wire.META_CLIENT_INFO]["name"] == "mcp-tempest"
 
 
 def test_explicit_meta_in_params_wins() -> None:

@@ -1,4 +1,4 @@
-"""Client mode: mcp-gauntlet plays a scripted, sometimes hostile server and judges MCP clients.
+"""Client mode: mcp-tempest plays a scripted, sometimes hostile server and judges MCP clients.
 
 A case (`case.ClientCase`) is a scripted server behaviour drawn by Hypothesis (`behaviours`);
 `script.ScriptedServer` plays it, over stdio inside the `{server}` command the client launches

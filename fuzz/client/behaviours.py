@@ -15,12 +15,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.client.case import BEFORE_KINDS, DEFAULT_RESULTS, PROBES, ClientCase, Play
-from strategies.frames import valid_result
-from strategies.mrtr import input_required_result
-from strategies.sampling import draw_examples
-from targets.transports import transport_named
-from targets.wire import (
+from mcp_tempest.fuzz.client.case import BEFORE_KINDS, DEFAULT_RESULTS, PROBES, ClientCase, Play
+from mcp_tempest.strategies.frames import valid_result
+from mcp_tempest.strategies.mrtr import input_required_result
+from mcp_tempest.strategies.sampling import draw_examples
+from mcp_tempest.targets.transports import transport_named
+from mcp_tempest.targets.wire import (
     INPUT_REQUIRED_METHODS,
     INVALID_PARAMS,
     LEGACY_VERSION,
@@ -102,7 +102,7 @@ def error_plays() -> st.SearchStrategy[Play]:
     return st.one_of(
         st.booleans().map(lambda with_data: Play(
             "error", code=INVALID_PARAMS, message="Invalid params", probe="error-invalid-params",
-            data={"reason": "gauntlet"} if with_data else None)),
+            data={"reason": "tempest"} if with_data else None)),
         st.one_of(st.none(), supported).map(lambda s: Play(
             "error", code=UNSUPPORTED_PROTOCOL_VERSION, message="Unsupported protocol version",
             data={"supported": s, "requested": MODERN_VERSION} if s is not None else None,

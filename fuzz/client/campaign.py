@@ -18,11 +18,11 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from fuzz.client.behaviours import client_cases, coverage_cases
-from fuzz.client.case import ClientCase
-from fuzz.client.runner import ClientCommand, run_case
-from fuzz.findings import Evidence, FindingStore, PropertyRun, strength_rank
-from fuzz.hypothesis_compat import (
+from mcp_tempest.fuzz.client.behaviours import client_cases, coverage_cases
+from mcp_tempest.fuzz.client.case import ClientCase
+from mcp_tempest.fuzz.client.runner import ClientCommand, run_case
+from mcp_tempest.fuzz.findings import Evidence, FindingStore, PropertyRun, strength_rank
+from mcp_tempest.fuzz.hypothesis_compat import (
     choices_to_bytes,
     current_build_context,
     encode_failure,
@@ -30,9 +30,9 @@ from fuzz.hypothesis_compat import (
     set_seed,
     shrink_time_limit,
 )
-from fuzz.oracle.client_rules import judge_client
-from fuzz.oracle.model import Violation
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.oracle.client_rules import judge_client
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.targets.transcript import Transcript
 
 PROPERTY = "client-job"
 
@@ -211,4 +211,4 @@ def replay_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20
 
 def out_dir_default(now: float | None = None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    return Path("gauntlet-out") / f"fuzz-client-{stamp}"
+    return Path("tempest-out") / f"fuzz-client-{stamp}"

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from targets.wire import LEGACY_VERSION, MODERN_VERSION
+from mcp_tempest.targets.wire import LEGACY_VERSION, MODERN_VERSION
 
-CASE_FORMAT: Final = "mcp-gauntlet/client-case-1"
+CASE_FORMAT: Final = "mcp-tempest/client-case-1"
 
 # A hostile frame, or a way of answering, and the DIGEST rule it probes on the client's side.
 # The two result mutations keep the names strategies.malformed gives them (direction to-client).
@@ -40,7 +40,7 @@ PROBES: Final[dict[str, tuple[str, str]]] = {
 }
 BEFORE_KINDS: Final = ("response-null-id", "response-unknown-id", "stdout-noise", "frame-split", "server-request")
 
-SERVER_INFO: Final = {"name": "mcp-gauntlet-client-mode", "version": "0.1.0"}
+SERVER_INFO: Final = {"name": "mcp-tempest-client-mode", "version": "0.1.0"}
 _META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
 _CACHE = {"ttlMs": 0, "cacheScope": "private"}
 
@@ -55,7 +55,7 @@ DEFAULT_RESULTS: Final[dict[str, dict[str, Any]]] = {
     "tools/call": {"resultType": "complete", "content": [{"type": "text", "text": "ok"}], "_meta": _META},
     "resources/list": {"resultType": "complete", "resources": [], **_CACHE, "_meta": _META},
     "resources/templates/list": {"resultType": "complete", "resourceTemplates": [], **_CACHE, "_meta": _META},
-    "resources/read": {"resultType": "complete", "contents": [{"uri": "gauntlet://r", "text": "r"}], **_CACHE,
+    "resources/read": {"resultType": "complete", "contents": [{"uri": "tempest://r", "text": "r"}], **_CACHE,
                        "_meta": _META},
     "prompts/list": {"resultType": "complete", "prompts": [], **_CACHE, "_meta": _META},
     "prompts/get": {"resultType": "complete", "messages": [

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet fuzz-client --client "CMD with {server} or {url}"`: a client campaign.
+"""`mcp-tempest fuzz-client --client "CMD with {server} or {url}"`: a client campaign.
 
 Exit status as `fuzz` (CLI.md): 0 no findings at or above --fail-on, 1 such findings, 2 usage
 error or a client that cannot run; 130 when interrupted before anything was found. The last
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from fuzz.client.runner import ClientCommand, ClientCommandError
+from mcp_tempest.fuzz.client.runner import ClientCommand, ClientCommandError
 
 FAIL_ON = ("must", "should", "heuristic")
 
@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mcp-gauntlet fuzz-client",
+    p = _Parser(prog="mcp-tempest fuzz-client",
                 description="Play a scripted, sometimes hostile MCP 2026-07-28 server and fuzz an MCP client.",
                 epilog="Exit status: 0 no findings (at or above --fail-on), 1 findings, 2 usage error or the "
                        "client cannot run.")
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--max-examples", type=int, default=50, metavar="N", help="client runs (default 50)")
     budget.add_argument("--duration", type=float, metavar="SECONDS", help="a wall-time budget instead")
     p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
-    p.add_argument("--out", metavar="DIR", help="output directory (default ./gauntlet-out/fuzz-client-<timestamp>/)")
+    p.add_argument("--out", metavar="DIR", help="output directory (default ./tempest-out/fuzz-client-<timestamp>/)")
     p.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS",
                    help="how long one client run may take before it counts as hung (default 20)")
     p.add_argument("--shrink-time", type=float, default=30.0, metavar="SECONDS",
@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 def preflight(command: ClientCommand, *, timeout: float) -> str:
     """One run against the plain default server: a client that cannot start, or never reaches the
     server it was given, is a usage problem (exit 2), not a campaign of findings. Empty: usable."""
-    from fuzz.client.case import ClientCase
-    from fuzz.client.runner import run_case
+    from mcp_tempest.fuzz.client.case import ClientCase
+    from mcp_tempest.fuzz.client.runner import run_case
 
     try:
         transcript = run_case(command, ClientCase(), timeout=timeout)
@@ -80,22 +80,22 @@ def fuzz_client_main(argv: list[str]) -> int:
             if value is not None and not value > 0:
                 raise UsageError(f"--{name.replace('_', '-')} must be positive")
     except (UsageError, ClientCommandError) as exc:
-        print(f"mcp-gauntlet fuzz-client: {exc} (see --help)", file=sys.stderr)
+        print(f"mcp-tempest fuzz-client: {exc} (see --help)", file=sys.stderr)
         return 2
-    from fuzz.client.campaign import ClientCampaign, out_dir_default, run_client_campaign
-    from fuzz.findings import FindingStore, strength_rank
-    from fuzz.reports import write_reports
+    from mcp_tempest.fuzz.client.campaign import ClientCampaign, out_dir_default, run_client_campaign
+    from mcp_tempest.fuzz.findings import FindingStore, strength_rank
+    from mcp_tempest.fuzz.reports import write_reports
 
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     out_dir = Path(args.out) if args.out else out_dir_default()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        print(f"mcp-gauntlet fuzz-client: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz-client: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     problem = preflight(command, timeout=args.timeout)
     if problem:
-        print(f"mcp-gauntlet fuzz-client: {problem}", file=sys.stderr)
+        print(f"mcp-tempest fuzz-client: {problem}", file=sys.stderr)
         print("fuzz-client: 0 examples, 0 findings")
         return 2
     store = FindingStore(out_dir, target=command.template, seed=seed)
@@ -106,7 +106,7 @@ def fuzz_client_main(argv: list[str]) -> int:
     try:
         result = run_client_campaign(config, store)
     except ClientCommandError as exc:
-        print(f"mcp-gauntlet fuzz-client: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz-client: {exc}", file=sys.stderr)
         print(f"fuzz-client: {store.examples} examples, {len(store.findings)} findings")
         return 2
     store.interrupted = result.interrupted

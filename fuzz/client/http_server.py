@@ -29,10 +29,10 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, SocketAttribute, TaskStatus
 
-from fuzz.client.case import ClientCase
-from fuzz.client.script import NOTE_REPLY, Outgoing, ScriptedServer
-from fuzz.client.stub import LINE_CAP, LOG_CAP
-from targets.transcript import Event
+from mcp_tempest.fuzz.client.case import ClientCase
+from mcp_tempest.fuzz.client.script import NOTE_REPLY, Outgoing, ScriptedServer
+from mcp_tempest.fuzz.client.stub import LINE_CAP, LOG_CAP
+from mcp_tempest.targets.transcript import Event
 
 PATH = "/mcp"
 HEAD_CAP = 64 * 1024

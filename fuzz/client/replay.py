@@ -1,6 +1,6 @@
 """Replaying a client reproduction: the recorded case, served again to the client command.
 
-`mcp-gauntlet replay FILE` hands a file whose case says `"mode": "client"` here. The client is
+`mcp-tempest replay FILE` hands a file whose case says `"mode": "client"` here. The client is
 the one recorded in the file unless `--client` names another (the target of a client finding is
 its client command). Judged by the same client rules, so "still fails" means what "failed" meant.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.client.case import ClientCase
-from fuzz.client.runner import ClientCommand, ClientCommandError
+from mcp_tempest.fuzz.client.case import ClientCase
+from mcp_tempest.fuzz.client.runner import ClientCommand, ClientCommandError
 
 
 def is_client_repro(doc: dict[str, Any]) -> bool:
@@ -19,8 +19,8 @@ def is_client_repro(doc: dict[str, Any]) -> bool:
 
 def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: float | None) -> Any:
     """Play and judge one client reproduction; raises fuzz.replay.ReplayUsageError when it cannot."""
-    from fuzz.client.campaign import replay_case
-    from fuzz.replay import ReplayOutcome, ReplayUsageError, recorded_signature
+    from mcp_tempest.fuzz.client.campaign import replay_case
+    from mcp_tempest.fuzz.replay import ReplayOutcome, ReplayUsageError, recorded_signature
 
     template = client or doc.get("target")
     if not isinstance(template, str) or not template:

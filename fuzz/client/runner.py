@@ -28,12 +28,12 @@ from typing import Any
 
 import orjson
 
-from fuzz.client import stub
-from fuzz.client.case import ClientCase
-from targets import ownership, processes
-from targets.bounded_read import read_bounded
-from targets.transcript import Event, Transcript
-from targets.transports import HTTP, STDIO, Transport
+from mcp_tempest.fuzz.client import stub
+from mcp_tempest.fuzz.client.case import ClientCase
+from mcp_tempest.targets import ownership, processes
+from mcp_tempest.targets.bounded_read import read_bounded
+from mcp_tempest.targets.transcript import Event, Transcript
+from mcp_tempest.targets.transports import HTTP, STDIO, Transport
 
 STDERR_TAIL = 4000
 #: What the client prints about what it understood is kept from its start up to this; a client
@@ -83,15 +83,15 @@ class ClientCommand:
 def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0) -> Transcript:
     """Run the client once against `case`; the whole exchange as one transcript."""
     if command.transport.http_semantics:
-        from fuzz.client.http_server import serve_case
+        from mcp_tempest.fuzz.client.http_server import serve_case
 
         with serve_case(case) as served:
             transcript = _run_client(command.argv(url=served.url), timeout=timeout, transport="http",
                                      template=command.template, server_events=served.events)
         return transcript
-    with ownership.owned_tempdir("gauntlet-client-") as d:
+    with ownership.owned_tempdir("tempest-client-") as d:
         (d / "case.json").write_bytes(orjson.dumps(case.to_json()))
-        server = [sys.executable, "-m", "fuzz.client.stub", str(d / "case.json"), str(d)]
+        server = [sys.executable, "-m", "mcp_tempest.fuzz.client.stub", str(d / "case.json"), str(d)]
         return _run_client(command.argv(server=server), timeout=timeout, transport="stdio",
                            template=command.template, log_dir=d)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from fuzz.client.case import DEFAULT_RESULTS, ClientCase, Play, legacy_result
-from targets.wire import METHOD_NOT_FOUND
+from mcp_tempest.fuzz.client.case import DEFAULT_RESULTS, ClientCase, Play, legacy_result
+from mcp_tempest.targets.wire import METHOD_NOT_FOUND
 
 NOTE_REPLY = "reply"  # the note of a frame that answers a request ("reply:<probe>" when the play has one)
 NOTE_HOSTILE = "hostile:"  # prefix of a frame written ahead of or after the answer
@@ -81,16 +81,16 @@ def hostile_frame(kind: str, rid: Any) -> Outgoing:
     if kind == "response-null-id":
         return _out({"jsonrpc": "2.0", "id": None, "result": {"resultType": "complete", "content": []}}, note)
     if kind == "response-unknown-id":
-        other = f"gauntlet-{rid}" if isinstance(rid, int) else 987654321
+        other = f"tempest-{rid}" if isinstance(rid, int) else 987654321
         return _out({"jsonrpc": "2.0", "id": other, "result": {"resultType": "complete", "content": []}}, note)
     if kind == "stdout-noise":
-        return Outgoing(b"mcp-gauntlet: this line is not JSON", None, note)
+        return Outgoing(b"mcp-tempest: this line is not JSON", None, note)
     if kind == "frame-split":
         whole = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                              "params": {"progressToken": "gauntlet", "progress": 1}})
+                              "params": {"progressToken": "tempest", "progress": 1}})
         return Outgoing(whole[:20] + b"\n" + whole[20:], None, note)
     if kind == "server-request":
-        return _out({"jsonrpc": "2.0", "id": "gauntlet-server-request", "method": "elicitation/create",
+        return _out({"jsonrpc": "2.0", "id": "tempest-server-request", "method": "elicitation/create",
                      "params": {"mode": "form", "message": "legacy-style request",
                                 "requestedSchema": {"type": "object", "properties": {}}}}, note)
     raise ValueError(f"unknown hostile frame {kind!r}")

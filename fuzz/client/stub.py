@@ -1,4 +1,4 @@
-"""The `{server}` command of a stdio client campaign: `python -m fuzz.client.stub CASE LOGDIR`.
+"""The `{server}` command of a stdio client campaign: `python -m mcp_tempest.fuzz.client.stub CASE LOGDIR`.
 
 The client under test launches this process as its MCP server. It plays the case in CASE (a
 `ClientCase` JSON file) on stdin/stdout, one frame per line, and logs every frame both ways to
@@ -20,9 +20,9 @@ from typing import IO, Any
 
 import orjson
 
-from fuzz.client.case import ClientCase
-from fuzz.client.script import Outgoing, ScriptedServer
-from targets.transcript import Event
+from mcp_tempest.fuzz.client.case import ClientCase
+from mcp_tempest.fuzz.client.script import Outgoing, ScriptedServer
+from mcp_tempest.targets.transcript import Event
 
 #: The longest client frame kept; a longer line is logged as `oversize` with its length, and skipped.
 LINE_CAP = 4 * 1024 * 1024
@@ -144,7 +144,7 @@ def serve(case: ClientCase, log_dir: Path, stdin: IO[bytes], stdout: IO[bytes]) 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m fuzz.client.stub CASE.json LOGDIR", file=sys.stderr)
+        print("usage: python -m mcp_tempest.fuzz.client.stub CASE.json LOGDIR", file=sys.stderr)
         return 2
     case = ClientCase.from_json(orjson.loads(Path(argv[0]).read_bytes()))
     return serve(case, Path(argv[1]), sys.stdin.buffer, sys.stdout.buffer)

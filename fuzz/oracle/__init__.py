@@ -1,6 +1,6 @@
 """The oracle: one pure function per DIGEST rule, judging a recorded exchange.
 
-    from fuzz.oracle import judge, judge_response, Expectation, RULES
+    from mcp_tempest.fuzz.oracle import judge, judge_response, Expectation, RULES
     violations = judge(transcript, era="modern", expectations={send_index: Expectation(...)})
 
 Pure code: no I/O, no processes, no asyncio, no locust; safe to import from Locust users.
@@ -10,8 +10,8 @@ DISC-08), results (RT-*, CACHE-*, DISC-01/04/07), primitives (TOOL-02, TOOL-11, 
 (caller expectations and liveness). `craft` builds small transcripts by hand.
 """
 
-from fuzz.oracle.exchange import Exchange, Pair, build_exchange
-from fuzz.oracle.model import (
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair, build_exchange
+from mcp_tempest.fuzz.oracle.model import (
     BOTH_ERAS,
     MODERN,
     RULES,
@@ -21,8 +21,8 @@ from fuzz.oracle.model import (
     Strength,
     Violation,
 )
-from fuzz.oracle.registry import OracleUsageError, judge, judge_response, rules_for
-from fuzz.oracle.schemas import warm_up
+from mcp_tempest.fuzz.oracle.registry import OracleUsageError, judge, judge_response, rules_for
+from mcp_tempest.fuzz.oracle.schemas import warm_up
 
 __all__ = [
     "BOTH_ERAS", "MODERN", "RULES", "Era", "Exchange", "Expectation", "OracleUsageError", "Pair", "Rule",

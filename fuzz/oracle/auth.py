@@ -36,10 +36,10 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import header
-from fuzz.oracle.model import BOTH_ERAS, RULES, Violation, rule
-from strategies.auth_tokens import (
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import header
+from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, RULES, Violation, rule
+from mcp_tempest.strategies.auth_tokens import (
     AUTH_DIRECTIVE,
     ISSUER_HEADER,
     METADATA_AT,

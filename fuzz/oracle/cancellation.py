@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import describe, same_id_value
-from fuzz.oracle.model import Violation, rule
-from fuzz.oracle.request_notifications import MESSAGE, PROGRESS, PROGRESS_TOKEN, progress_token
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import describe, same_id_value
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.fuzz.oracle.request_notifications import MESSAGE, PROGRESS, PROGRESS_TOKEN, progress_token
 
 CANCELLED: Final = "notifications/cancelled"
 LISTEN: Final = "subscriptions/listen"

@@ -28,10 +28,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from fuzz.oracle.model import Registry, Violation
-from targets import wire
-from targets.transcript import Event, Transcript
-from targets.transports import Transport
+from mcp_tempest.fuzz.oracle.model import Registry, Violation
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Event, Transcript
+from mcp_tempest.targets.transports import Transport
 
 CLIENT_REGISTRY: Final = Registry()
 CLIENT_RULES: Final = CLIENT_REGISTRY.rules

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from targets import wire
-from targets.transcript import Event, Transcript
-from targets.transports import transport_named
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transcript import Event, Transcript
+from mcp_tempest.targets.transports import transport_named
 
 
 class Crafter:

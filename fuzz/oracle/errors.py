@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from fuzz.oracle.exchange import Exchange
-from fuzz.oracle.facts import Said
-from fuzz.oracle.model import Violation, rule
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange
+from mcp_tempest.fuzz.oracle.facts import Said
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.targets import wire
 
 DEFINED_RESERVED: Final = frozenset({wire.HEADER_MISMATCH, wire.MISSING_CLIENT_CAPABILITY,
                                      wire.UNSUPPORTED_PROTOCOL_VERSION})

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import orjson
 
-from fuzz.oracle.facts import (
+from mcp_tempest.fuzz.oracle.facts import (
     Said,
     Sent,
     classify_said,
@@ -39,9 +39,9 @@ from fuzz.oracle.facts import (
     is_modern_version,
     valid_id,
 )
-from fuzz.oracle.model import Era, Expectation
-from targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Event, Transcript
-from targets.transports import Transport
+from mcp_tempest.fuzz.oracle.model import Era, Expectation
+from mcp_tempest.targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Event, Transcript
+from mcp_tempest.targets.transports import Transport
 
 OrphanReason = Literal["unknown-id", "duplicate", "null-id"]
 # A process the campaign reused (warm, it served earlier examples; its spawn note says so): a reply

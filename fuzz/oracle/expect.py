@@ -14,13 +14,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz.oracle.exchange import Exchange, Pair, build_exchange, dual_era_excuses
-from fuzz.oracle.facts import describe, frame_class
-from fuzz.oracle.framing import in_flight_groups
-from fuzz.oracle.http import header_defects
-from fuzz.oracle.meta import defect_codes
-from fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule, server_duty
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair, build_exchange, dual_era_excuses
+from mcp_tempest.fuzz.oracle.facts import describe, frame_class
+from mcp_tempest.fuzz.oracle.framing import in_flight_groups
+from mcp_tempest.fuzz.oracle.http import header_defects
+from mcp_tempest.fuzz.oracle.meta import defect_codes
+from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule, server_duty
+from mcp_tempest.targets import wire
 
 _DESYNC_CODES = frozenset({wire.PARSE_ERROR, wire.INVALID_REQUEST})
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from targets import wire
+from mcp_tempest.targets import wire
 
 FrameKind = Literal["request", "notification", "response", "invalid", "unparseable", "batch", "empty", "split"]
 ServerKind = Literal["result", "error", "notification", "request", "invalid"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fuzz.oracle.exchange import Exchange, Pair, id_may_be_unread
-from fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
-from fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair, id_may_be_unread
+from mcp_tempest.fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
+from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule
 
 # HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
 # their optional error body has no id (HTTP-12, HTTP-13; the others are UNSPEC).

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import SPEC_REJECTION_CODES, describe, header
-from fuzz.oracle.model import BOTH_ERAS, Violation, rule
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import SPEC_REJECTION_CODES, describe, header
+from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Violation, rule
+from mcp_tempest.targets import wire
 
 _VISIBLE_ASCII: Final = re.compile(r"[\x20-\x7e]*\Z")
 _OWS: Final = " \t"

@@ -10,8 +10,8 @@ of the response that answers it.
 
 from __future__ import annotations
 
-from fuzz.oracle.exchange import Exchange
-from fuzz.oracle.model import Violation, rule
+from mcp_tempest.fuzz.oracle.exchange import Exchange
+from mcp_tempest.fuzz.oracle.model import Violation, rule
 
 PROBED_METHODS = ("GET", "DELETE")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
-from fuzz.oracle.facts import (
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
+from mcp_tempest.fuzz.oracle.facts import (
     KNOWN_VERSIONS,
     METHOD_CAPABILITY,
     MODERN_METHODS,
@@ -15,9 +15,9 @@ from fuzz.oracle.facts import (
     is_legacy_version,
     is_modern_version,
 )
-from fuzz.oracle.http import header_defects
-from fuzz.oracle.model import Violation, rule
-from targets import wire
+from mcp_tempest.fuzz.oracle.http import header_defects
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.targets import wire
 
 INPUT_KIND_CAPABILITY = {
     "elicitation/create": "elicitation",
@@ -89,7 +89,7 @@ def defect_codes(x: Exchange, pair: Pair) -> set[int]:
 
 def _params_invalid(pair: Pair) -> bool:
     """Whether the request fails its method's request schema (then -32602 is a fair answer)."""
-    from fuzz.oracle.schemas import request_validator
+    from mcp_tempest.fuzz.oracle.schemas import request_validator
 
     if pair.method is None or not isinstance(pair.sent.message, dict):
         return False

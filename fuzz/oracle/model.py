@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from strategies.expectation import (  # noqa: F401 - the oracle's vocabulary, re-exported
+from mcp_tempest.strategies.expectation import (  # noqa: F401 - the oracle's vocabulary, re-exported
     BOTH_ERAS,
     FOUR_XX,
     MODERN,
@@ -23,7 +23,7 @@ from strategies.expectation import (  # noqa: F401 - the oracle's vocabulary, re
 )
 
 if TYPE_CHECKING:
-    from fuzz.oracle.exchange import Exchange
+    from mcp_tempest.fuzz.oracle.exchange import Exchange
 
 Scope = Literal["pair", "transcript"]
 STRENGTHS: Final[tuple[Strength, ...]] = ("MUST", "SHOULD", "HEURISTIC")

@@ -10,12 +10,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import MODERN_METHODS, describe
-from fuzz.oracle.model import Violation, rule
-from fuzz.oracle.results import modern_results
-from fuzz.oracle.schemas import INPUT_REQUEST_TYPES, type_validator
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import MODERN_METHODS, describe
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.fuzz.oracle.results import modern_results
+from mcp_tempest.fuzz.oracle.schemas import INPUT_REQUEST_TYPES, type_validator
+from mcp_tempest.targets import wire
 
 KIND_CAPABILITY = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 

@@ -13,10 +13,10 @@ from typing import Any, Final
 
 import orjson
 
-from fuzz.oracle.exchange import Exchange
-from fuzz.oracle.facts import describe
-from fuzz.oracle.model import Violation, rule
-from fuzz.oracle.results import cacheable_complete, modern_results
+from mcp_tempest.fuzz.oracle.exchange import Exchange
+from mcp_tempest.fuzz.oracle.facts import describe
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.fuzz.oracle.results import cacheable_complete, modern_results
 
 _LIST_KEYS: Final = {"tools/list": ("tools", "name"), "prompts/list": ("prompts", "name")}
 

@@ -6,17 +6,17 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-import fuzz.oracle.cancellation  # noqa: F401  (registers CAN-04, CAN-06)
-import fuzz.oracle.http_methods  # noqa: F401  (registers SL-11)
-import fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, LOG-01..02)
-import fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
-import fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
-from fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
-from fuzz.oracle.auth import refused_by_auth  # (registers AUTH-01..13)
-from fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses
-from fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
-from fuzz.oracle.stateless import OWN_ERA_POLICY  # (registers SL-2)
-from targets.transcript import Event, Transcript
+import mcp_tempest.fuzz.oracle.cancellation  # noqa: F401  (registers CAN-04, CAN-06)
+import mcp_tempest.fuzz.oracle.http_methods  # noqa: F401  (registers SL-11)
+import mcp_tempest.fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, LOG-01..02)
+import mcp_tempest.fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
+import mcp_tempest.fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
+from mcp_tempest.fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
+from mcp_tempest.fuzz.oracle.auth import refused_by_auth  # (registers AUTH-01..13)
+from mcp_tempest.fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses
+from mcp_tempest.fuzz.oracle.model import RULES, Era, Expectation, Rule, Violation
+from mcp_tempest.fuzz.oracle.stateless import OWN_ERA_POLICY  # (registers SL-2)
+from mcp_tempest.targets.transcript import Event, Transcript
 
 ERAS: tuple[Era, ...] = ("modern", "legacy")
 

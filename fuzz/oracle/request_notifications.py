@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
-from fuzz.oracle.facts import describe, same_id_value
-from fuzz.oracle.model import Violation, rule
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair, dual_era_excuses
+from mcp_tempest.fuzz.oracle.facts import describe, same_id_value
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.targets import wire
 
 PROGRESS: Final = "notifications/progress"
 MESSAGE: Final = "notifications/message"

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import METHOD_CAPABILITY, Said, describe, is_integer
-from fuzz.oracle.http import header_defects
-from fuzz.oracle.model import Violation, rule
-from fuzz.oracle.schemas import SchemaError, result_validator
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import METHOD_CAPABILITY, Said, describe, is_integer
+from mcp_tempest.fuzz.oracle.http import header_defects
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.fuzz.oracle.schemas import SchemaError, result_validator
+from mcp_tempest.targets import wire
 
 CORE_RESULT_TYPES: Final = frozenset({"complete", "input_required"})
 LIST_METHODS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})

@@ -105,7 +105,7 @@ def _strategies_source() -> Any:
     Imported on first use: it pulls in Hypothesis, which a Locust user that never validates a
     result should not pay for."""
     try:
-        from strategies.schema_source import default_source
+        from mcp_tempest.strategies.schema_source import default_source
 
         return default_source()
     except Exception:  # an unusable source must not stop judging: fall back to mcp-types below

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from fuzz.oracle.exchange import LEGACY_OPENERS, Exchange, Pair
-from fuzz.oracle.facts import describe, is_modern_version
-from fuzz.oracle.framing import in_flight_groups
-from fuzz.oracle.model import Violation, rule
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import LEGACY_OPENERS, Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import describe, is_modern_version
+from mcp_tempest.fuzz.oracle.framing import in_flight_groups
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.targets import wire
 
 #: Rules that judge dual-era targets by their own era policy, not by `dual_era_excuses`.
 OWN_ERA_POLICY: Final = frozenset({"SL-2"})

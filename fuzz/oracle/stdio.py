@@ -6,9 +6,9 @@ from typing import Final
 
 import orjson
 
-from fuzz.oracle.exchange import Exchange
-from fuzz.oracle.facts import describe
-from fuzz.oracle.model import BOTH_ERAS, Violation, rule
+from mcp_tempest.fuzz.oracle.exchange import Exchange
+from mcp_tempest.fuzz.oracle.facts import describe
+from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Violation, rule
 
 MAX_PER_PROCESS: Final = 3  # one noisy server must not bury the report: first few lines, then a count
 _UTF8_TAIL: Final = 3  # a kept prefix may cut one multi-byte character in half

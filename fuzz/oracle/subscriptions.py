@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from fuzz.oracle.exchange import Exchange, Pair
-from fuzz.oracle.facts import describe, same_id_value
-from fuzz.oracle.model import Violation, rule
-from targets import wire
+from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
+from mcp_tempest.fuzz.oracle.facts import describe, same_id_value
+from mcp_tempest.fuzz.oracle.model import Violation, rule
+from mcp_tempest.targets import wire
 
 LISTEN: Final = "subscriptions/listen"
 ACK: Final = "notifications/subscriptions/acknowledged"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fuzz.properties.surface import sample_value
+from mcp_tempest.fuzz.properties.surface import sample_value
 
 ACCEPT = "accept"
 
@@ -36,10 +36,10 @@ def answer_one(request: Any, mode: str = ACCEPT) -> Any:
         content = {name: _form_value(sub) for name, sub in props.items()}
         return {"action": "accept", "content": content}
     if method == "sampling/createMessage":
-        return {"role": "assistant", "content": {"type": "text", "text": "gauntlet"}, "model": "mcp-gauntlet",
+        return {"role": "assistant", "content": {"type": "text", "text": "tempest"}, "model": "mcp-tempest",
                 "stopReason": "endTurn"}
     if method == "roots/list":
-        return {"roots": [{"uri": "file:///tmp/mcp-gauntlet", "name": "gauntlet"}]}
+        return {"roots": [{"uri": "file:///tmp/mcp-tempest", "name": "tempest"}]}
     return {}
 
 
@@ -47,7 +47,7 @@ def _form_value(schema: Any) -> Any:
     value = sample_value(schema)
     if isinstance(value, str | int | float | bool) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         return value
-    return "gauntlet"
+    return "tempest"
 
 
 def answer_input_requests(requests: Any, policy: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def answer_input_requests(requests: Any, policy: dict[str, Any]) -> dict[str, An
     if mode == "drop" and pick is not None:
         answers.pop(pick, None)
     elif mode == "extra":
-        answers["mcp-gauntlet-unknown-key"] = {"action": "accept", "content": {}}
+        answers["mcp-tempest-unknown-key"] = {"action": "accept", "content": {}}
     elif mode == "wrong-shape" and pick is not None:
         answers[pick] = policy.get("value", {"action": 42})
     elif mode == "wrong-key":

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Case, Step
-from fuzz.properties.common import Call, CaseBuilder, surface_calls
-from strategies.auth_tokens import METADATA_AT, TOKEN_CASES
-from targets import auth_client, wire
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, surface_calls
+from mcp_tempest.strategies.auth_tokens import METADATA_AT, TOKEN_CASES
+from mcp_tempest.targets import auth_client, wire
 
 
 class AuthProperty(Property):

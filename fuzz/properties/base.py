@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Expectation, Violation
-from fuzz.properties.case import Case
-from fuzz.properties.executor import Run
-from fuzz.properties.surface import Surface
+from mcp_tempest.fuzz.oracle.model import Expectation, Violation
+from mcp_tempest.fuzz.properties.case import Case
+from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.fuzz.properties.surface import Surface
 
 
 @dataclass(slots=True)
@@ -96,14 +96,14 @@ class Property(ABC):
 
 
 PROPERTY_MODULES: tuple[str, ...] = (
-    "fuzz.properties.framing",
-    "fuzz.properties.ids",
-    "fuzz.properties.valid",
-    "fuzz.properties.history",
-    "fuzz.properties.lists",
-    "fuzz.properties.handoff",
-    "fuzz.properties.mrtr",
-    "fuzz.properties.auth",
+    "mcp_tempest.fuzz.properties.framing",
+    "mcp_tempest.fuzz.properties.ids",
+    "mcp_tempest.fuzz.properties.valid",
+    "mcp_tempest.fuzz.properties.history",
+    "mcp_tempest.fuzz.properties.lists",
+    "mcp_tempest.fuzz.properties.handoff",
+    "mcp_tempest.fuzz.properties.mrtr",
+    "mcp_tempest.fuzz.properties.auth",
 )
 
 
@@ -111,7 +111,7 @@ def all_properties() -> dict[str, Property]:
     """Every property by name, in campaign order. A property that needs the harness's
     authorization server (`needs_auth`) is there only while one runs (`--auth`), so a run
     without it has exactly the properties, jobs and reports it had before."""
-    from targets.auth_client import active_issuer
+    from mcp_tempest.targets.auth_client import active_issuer
 
     found: dict[str, Property] = {}
     for module_name in PROPERTY_MODULES:

@@ -2,7 +2,7 @@
 
 Properties draw cases; the executor plays them; the replay file stores them. Keeping a case as
 plain data (frames, process numbers, bindings) rather than as code is what makes a finding
-replayable by `mcp-gauntlet replay` months later: the frames on disk are the frames re-sent.
+replayable by `mcp-tempest replay` months later: the frames on disk are the frames re-sent.
 
 A frame may depend on what the server said earlier (an MRTR retry echoes `requestState`, answers
 `inputRequests`, reuses a handle). Such a dependency is a Binding: "before sending step i, put
@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import orjson
 
-from strategies.expectation import Expectation
-from targets import frame_recipe
+from mcp_tempest.strategies.expectation import Expectation
+from mcp_tempest.targets import frame_recipe
 
 # "exit": no frame; close the process's stdin (a stdio shutdown) and record what it says until it exits.
 # "stream": HTTP only; POST the frame, read its SSE stream until the first message, then close the
@@ -234,7 +234,7 @@ def apply_transform(name: str, value: Any, arg: Any = None) -> Any:
     if name == "echo":
         return value
     if name == "answers":
-        from fuzz.properties.answers import answer_input_requests
+        from mcp_tempest.fuzz.properties.answers import answer_input_requests
 
         return answer_input_requests(value, arg or {})
     if not isinstance(value, str):
@@ -251,7 +251,7 @@ def apply_transform(name: str, value: Any, arg: Any = None) -> Any:
     if name == "format":
         return str(arg or "{}").replace("{}", value)
     if name == "forge":  # a state the server never minted, in place of the one it did (state-forged)
-        from strategies.malformed import FORGED_STATES
+        from mcp_tempest.strategies.malformed import FORGED_STATES
 
         forged = FORGED_STATES[int(arg or 0) % len(FORGED_STATES)]
         return forged if forged != value else forged + "A"

@@ -16,10 +16,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Expectation
-from fuzz.properties.case import Binding, Case, Step
-from fuzz.properties.surface import ALL_CLIENT_CAPABILITIES, Surface, minimal_arguments
-from targets import wire
+from mcp_tempest.fuzz.oracle.model import Expectation
+from mcp_tempest.fuzz.properties.case import Binding, Case, Step
+from mcp_tempest.fuzz.properties.surface import ALL_CLIENT_CAPABILITIES, Surface, minimal_arguments
+from mcp_tempest.targets import wire
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 CAPABILITY_CHOICES: tuple[dict[str, Any], ...] = (
@@ -115,7 +115,7 @@ def _tool_args(tool: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     schema = tool.get("inputSchema")
     fallback = minimal_arguments(schema) or {}
     try:
-        from strategies.compiler import compile_schema
+        from mcp_tempest.strategies.compiler import compile_schema
 
         strat = compile_schema(schema if isinstance(schema, dict) else {"type": "object"})
         return st.one_of(st.just(fallback), strat.filter(lambda v: isinstance(v, dict)))

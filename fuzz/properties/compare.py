@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from fuzz.properties.executor import Run
+from mcp_tempest.fuzz.properties.executor import Run
 
 
 def shape(msg: Any) -> tuple[Any, ...]:

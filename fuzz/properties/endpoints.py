@@ -1,5 +1,11 @@
 """Moved to `targets.endpoints` (one owner of server processes, in targets/); kept for old imports."""
 
-from targets.endpoints import Background, HttpSpawnEndpoint, HttpUrlEndpoint, StdioEndpoint, open_endpoint
+from mcp_tempest.targets.endpoints import (
+    Background,
+    HttpSpawnEndpoint,
+    HttpUrlEndpoint,
+    StdioEndpoint,
+    open_endpoint,
+)
 
 __all__ = ["Background", "HttpSpawnEndpoint", "HttpUrlEndpoint", "StdioEndpoint", "open_endpoint"]

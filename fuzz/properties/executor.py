@@ -17,14 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz.oracle.exchange import LEGACY_OPENERS, TRAILER_WINDOW
-from fuzz.oracle.expect import reply_still_owed
-from fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
-from targets import wire
-from targets.connection import Connection, same_id
-from targets.endpoint import Endpoint as Endpoint  # re-exported: its home is targets/
-from targets.endpoint import HarnessError as HarnessError
-from targets.transcript import REUSED_NOTE, Transcript
+from mcp_tempest.fuzz.oracle.exchange import LEGACY_OPENERS, TRAILER_WINDOW
+from mcp_tempest.fuzz.oracle.expect import reply_still_owed
+from mcp_tempest.fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connection import Connection, same_id
+from mcp_tempest.targets.endpoint import Endpoint as Endpoint  # re-exported: its home is targets/
+from mcp_tempest.targets.endpoint import HarnessError as HarnessError
+from mcp_tempest.targets.transcript import REUSED_NOTE, Transcript
 
 DEFAULT_STEP_TIMEOUT = 5.0
 # After a request went unanswered on a live process, one server/discover (which every modern
@@ -32,7 +32,7 @@ DEFAULT_STEP_TIMEOUT = 5.0
 # request" from "stopped answering". It waits the campaign's whole step timeout (`--timeout`),
 # plus the start-up allowance while a fresh process has not answered anything yet (see
 # `answer_allowance`): a target is never called stopped on a clock shorter than the user's.
-STALL_PROBE_ID_PREFIX = "gauntlet-stall-probe-"
+STALL_PROBE_ID_PREFIX = "tempest-stall-probe-"
 # A server that keeps writing is not waited out: the settle before a notification ends after this.
 SETTLE_LIMIT = 0.5
 
@@ -68,7 +68,7 @@ class Run:
         """The transcript classified and paired by the oracle (`fuzz.oracle.exchange`): the one
         pairing of frames and answers that properties read once the run is over."""
         if self._exchange is None:
-            from fuzz.oracle.exchange import build_exchange
+            from mcp_tempest.fuzz.oracle.exchange import build_exchange
 
             self._exchange = build_exchange(self.transcript)
         return self._exchange

@@ -19,13 +19,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Expectation
-from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Await, Case, Step
-from fuzz.properties.common import CaseBuilder, id_styles
-from fuzz.properties.surface import Surface, minimal_arguments, sample_value
-from targets import wire
-from targets.transports import transport_named
+from mcp_tempest.fuzz.oracle.model import Expectation
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
+from mcp_tempest.fuzz.properties.case import Await, Case, Step
+from mcp_tempest.fuzz.properties.common import CaseBuilder, id_styles
+from mcp_tempest.fuzz.properties.surface import Surface, minimal_arguments, sample_value
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transports import transport_named
 
 LONG_LIVED_METHODS = frozenset({"subscriptions/listen"})
 
@@ -122,7 +122,7 @@ _SKIP_LEVELS = frozenset({"retry"})
 
 def mutation_names(transport: str) -> list[str]:
     """Every mutation the framing property can send over `transport`."""
-    from strategies import malformed as catalogue
+    from mcp_tempest.strategies import malformed as catalogue
 
     names = [n for n in catalogue.mutation_names(transport=transport)
              if catalogue.get_mutation(n).level not in _SKIP_LEVELS]
@@ -144,7 +144,7 @@ def malformed_frames(transport: str, patterns: tuple[str, ...] = (),
     cached = _CATALOGUE_CACHE.get(key)
     if cached is not None:
         return cached
-    from strategies import malformed as catalogue
+    from mcp_tempest.strategies import malformed as catalogue
 
     names = select_mutations(transport, patterns)
     options: list[st.SearchStrategy[list[Step]]] = []
@@ -173,8 +173,8 @@ def probe_frames(name: str, transport: str) -> list[Step] | None:
     All of a transport's probes are drawn as one example: one Hypothesis run, not one per name."""
     key = transport
     if key not in _PROBE_CACHE:
-        from strategies import malformed as catalogue
-        from strategies.sampling import draw_examples
+        from mcp_tempest.strategies import malformed as catalogue
+        from mcp_tempest.strategies.sampling import draw_examples
 
         names = [n for n in mutation_names(transport) if n not in EXTRAS]
         one = [catalogue.malformed_case(n).filter(lambda c: c.method not in LONG_LIVED_METHODS) for n in names]
@@ -231,7 +231,7 @@ class FramingProperty(Property):
     def coverage(self, ctx: Context) -> list[Probe]:
         """Every catalogue mutation below the retry level, once, in catalogue order; the ones that
         cannot go over this transport (or that --mutations leaves out) say so."""
-        from strategies import malformed as catalogue
+        from mcp_tempest.strategies import malformed as catalogue
 
         chosen = set(select_mutations(ctx.transport, ctx.mutations))
         probes: list[Probe] = []

@@ -14,12 +14,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Property
-from fuzz.properties.case import RUN_SOURCE, Binding, Case
-from fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
-from fuzz.properties.executor import Run
-from fuzz.properties.surface import MrtrTrigger, Surface, sample_value
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.properties.base import Context, Property
+from mcp_tempest.fuzz.properties.case import RUN_SOURCE, Binding, Case
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
+from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.fuzz.properties.surface import MrtrTrigger, Surface, sample_value
 
 MAX_EXTRA_ROUNDS = 2
 
@@ -58,7 +58,7 @@ class HandoffProperty(Property):
                                     input_schema=tool_schema(surface, flow.open_tool)),
                             label="open-handle",
                             bind=[Binding(("params", "arguments", "name"), RUN_SOURCE, ("nonce",), "format",
-                                          "gauntlet-{}")])
+                                          "tempest-{}")])
             params["open"] = opened
             handle_bind = [Binding(("params", "arguments", flow.handle_arg), opened,
                                    ("result", "structuredContent", flow.handle_field))]

@@ -27,14 +27,14 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Case, Step
-from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
-from fuzz.properties.compare import describe_shape, log_count, shape
-from fuzz.properties.executor import Run
-from fuzz.properties.valid import probe_call
-from targets import wire
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
+from mcp_tempest.fuzz.properties.compare import describe_shape, log_count, shape
+from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.fuzz.properties.valid import probe_call
+from mcp_tempest.targets import wire
 
 VARIANT_RULES: dict[str, tuple[str, str]] = {
     "same": ("SL-1", "HEURISTIC"),

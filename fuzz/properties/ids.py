@@ -16,12 +16,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Expectation, Violation
-from fuzz.properties.base import Context, Property
-from fuzz.properties.case import Case, Step
-from fuzz.properties.common import Call, CaseBuilder, id_styles
-from fuzz.properties.executor import Run
-from targets.transports import transport_named
+from mcp_tempest.fuzz.oracle.model import Expectation, Violation
+from mcp_tempest.fuzz.properties.base import Context, Property
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles
+from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.targets.transports import transport_named
 
 # What identifies each method's result, so an answer can be told apart from another's.
 RESULT_MARK = {

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fuzz.findings import Evidence, strength_rank
-from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Property, expectations_of, violation_json
-from fuzz.properties.executor import Run
-from targets import wire
+from mcp_tempest.fuzz.findings import Evidence, strength_rank
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.properties.base import Context, Property, expectations_of, violation_json
+from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.targets import wire
 
 
 def oracle_judge(run: Run, ctx: Context) -> list[Violation]:
-    from fuzz.oracle import judge
+    from mcp_tempest.fuzz.oracle import judge
 
     return list(judge(run.transcript, era=_oracle_era(ctx.era), expectations=expectations_of(run),
                       dual=bool(getattr(ctx, "dual", False)), discover=getattr(ctx, "discover", None)))

@@ -13,12 +13,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Binding, Case
-from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
-from fuzz.properties.compare import list_diff, list_items
-from fuzz.properties.executor import Run
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
+from mcp_tempest.fuzz.properties.case import Binding, Case
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
+from mcp_tempest.fuzz.properties.compare import list_diff, list_items
+from mcp_tempest.fuzz.properties.executor import Run
 
 LISTS: dict[str, tuple[str, str, str]] = {
     # method: (result key, server capability, rule)
@@ -49,7 +49,7 @@ class ListsProperty(Property):
         """Each offered list once after a plain tool call on the warm process: "a tool appears
         after a call" is the classic leak, too important to leave to the draw of a history; the
         second page too, where a list that grew shows first."""
-        from fuzz.properties.valid import probe_call  # the notification probes' plain call
+        from mcp_tempest.fuzz.properties.valid import probe_call  # the notification probes' plain call
 
         offered = ctx.surface.capabilities or {}
         call = probe_call(ctx.surface)

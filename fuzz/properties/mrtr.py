@@ -35,13 +35,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.oracle.model import Violation
-from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Binding, Case, _b64_json
-from fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
-from fuzz.properties.executor import Run
-from fuzz.properties.surface import MrtrTrigger, Surface
-from strategies import malformed as catalogue
+from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
+from mcp_tempest.fuzz.properties.case import Binding, Case, _b64_json
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, tool_schema
+from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.fuzz.properties.surface import MrtrTrigger, Surface
+from mcp_tempest.strategies import malformed as catalogue
 
 SCENARIOS = ("undeclared", "rounds", "tamper-flip", "tamper-truncate", "tamper-structured", "foreign", "decline", "cancel",
              "replay", "missing", "extra", "wrong-shape", "same-id", "forged", "state-missing", "wrong-key")

@@ -1,6 +1,6 @@
 """The properties as plain pytest + Hypothesis tests, for users' suites and for HypoFuzz.
 
-    pytest --pyargs fuzz.properties.suite --mcp-target "stdio:python my_server.py"
+    pytest --pyargs mcp_tempest.fuzz.properties.suite --mcp-target "stdio:python my_server.py"
 
 One test per registered property (`base.all_properties()`), named `test_<property>` and made here
 in a loop, so a new property module is a new test with no edit to this file. Each is a real
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz.hypothesis_compat import set_database_key
-from fuzz.properties.base import all_properties
-from fuzz.pytest_plugin import McpSession, mcp_session, mcp_target  # noqa: F401 - fixtures, when the plugin is not loaded
+from mcp_tempest.fuzz.hypothesis_compat import set_database_key
+from mcp_tempest.fuzz.properties.base import all_properties
+from mcp_tempest.fuzz.pytest_plugin import McpSession, mcp_session, mcp_target  # noqa: F401 - fixtures, when the plugin is not loaded
 
 _SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                            HealthCheck.filter_too_much])
@@ -36,7 +36,7 @@ def _property_test(name: str, title: str) -> Callable[..., None]:
     test.__doc__ = f"{title[:1].upper()}{title[1:]}."
     # Every generated test has the same source, which is what Hypothesis keys its example database
     # by: the property's name keeps one property's saved failures from replaying under another.
-    set_database_key(test, f"fuzz.properties.suite:{name}".encode())
+    set_database_key(test, f"mcp_tempest.fuzz.properties.suite:{name}".encode())
     return _SETTINGS(given(data=st.data())(test))
 
 

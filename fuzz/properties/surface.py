@@ -14,8 +14,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from targets import wire
-from targets.connection import Connection
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.connection import Connection
 
 ALL_CLIENT_CAPABILITIES: dict[str, Any] = {
     "elicitation": {"form": {}, "url": {}},
@@ -78,7 +78,7 @@ class Surface:
     @classmethod
     def reference(cls) -> Surface:
         """The embedded reference server's surface, from its catalogue (no process needed)."""
-        from targets.reference import catalog
+        from mcp_tempest.targets.reference import catalog
 
         tools = [dict(t) for t in catalog.TOOLS]
         return cls(
@@ -88,7 +88,7 @@ class Surface:
             prompts=[dict(p) for p in catalog.PROMPTS],
             capabilities=dict(catalog.CAPABILITIES),
             versions=list(catalog.SUPPORTED_VERSIONS),
-            triggers=[MrtrTrigger("tools/call", {"name": "create_event", "arguments": {"title": "gauntlet"}},
+            triggers=[MrtrTrigger("tools/call", {"name": "create_event", "arguments": {"title": "tempest"}},
                                   {"elicitation": {}}, ["elicitation/create"])],
             handles=_handle_flow(tools),
         )
@@ -176,7 +176,7 @@ def _find_triggers(surface: Surface, call: Any) -> list[MrtrTrigger]:
             candidates.append(("tools/call", {"name": tool["name"], "arguments": args}))
     for prompt in surface.prompts[:10]:
         if isinstance(prompt.get("name"), str):
-            args = {a["name"]: "gauntlet" for a in prompt.get("arguments", []) or []
+            args = {a["name"]: "tempest" for a in prompt.get("arguments", []) or []
                     if isinstance(a, dict) and a.get("required") and isinstance(a.get("name"), str)}
             candidates.append(("prompts/get", {"name": prompt["name"], "arguments": args}))
     for resource in surface.resources[:10]:
@@ -227,7 +227,7 @@ def minimal_arguments(schema: Any) -> dict[str, Any] | None:
 _NO_VALUE: Any = object()
 
 
-def sample_value(schema: Any, *, text: str = "gauntlet") -> Any:
+def sample_value(schema: Any, *, text: str = "tempest") -> Any:
     """One plausible value for a simple schema (the shapes tool and elicitation schemas use)."""
     if not isinstance(schema, dict):
         return text
@@ -253,9 +253,9 @@ def sample_value(schema: Any, *, text: str = "gauntlet") -> Any:
         if fmt == "date":
             return "2026-08-03"
         if fmt in ("uri", "url"):
-            return "https://example.com/gauntlet"
+            return "https://example.com/tempest"
         if fmt == "email":
-            return "gauntlet@example.com"
+            return "tempest@example.com"
         low = int(schema.get("minLength", 0) or 0)
         return (text * (low // len(text) + 1))[: max(low, len(text))]
     if kind == "integer":

@@ -14,12 +14,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzz.properties.base import Context, Probe, Property
-from fuzz.properties.case import Case, Step
-from fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
-from fuzz.properties.surface import Surface, minimal_arguments
-from targets import wire
-from targets.transports import transport_named
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
+from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
+from mcp_tempest.fuzz.properties.surface import Surface, minimal_arguments
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.transports import transport_named
 
 _SCHEMA_FRAMES: Any = None
 
@@ -28,7 +28,7 @@ def schema_frames() -> st.SearchStrategy[dict[str, Any]]:
     """Valid frames of every short-lived request method and the client notification."""
     global _SCHEMA_FRAMES
     if _SCHEMA_FRAMES is None:
-        from strategies import frames
+        from mcp_tempest.strategies import frames
 
         methods = [m for m in frames.client_methods() if m not in frames.LONG_LIVED_METHODS]
         _SCHEMA_FRAMES = st.one_of([frames.valid_frame(m) for m in methods])
@@ -66,7 +66,7 @@ CANCEL_PROBES: dict[str, tuple[str, bool]] = {
     "cancel-in-flight": ("CAN-04", True),
     "cancel-unknown-request": ("CAN-06", False),
 }
-UNKNOWN_REQUEST_ID = "gauntlet-never-sent"
+UNKNOWN_REQUEST_ID = "tempest-never-sent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +160,7 @@ class ValidProperty(Property):
                     b.add(Step(proc=0, wait="exit", label="shutdown"))
                 else:
                     b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
-                        "requestId": rid, "reason": "gauntlet listen probe"}), wait="none", label="end listen"))
+                        "requestId": rid, "reason": "tempest listen probe"}), wait="none", label="end listen"))
             elif isinstance(item, Cancel):
                 rid: Any = UNKNOWN_REQUEST_ID
                 if item.call is not None:
@@ -168,7 +168,7 @@ class ValidProperty(Property):
                     b.add(Step(proc=0, frame=item.call.frame(rid), wait="none", label=f"{item.call.method} (cancelled)",
                                input_schema=item.call.input_schema))
                 b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
-                    "requestId": rid, "reason": "gauntlet cancellation probe"}), wait="none", label="cancel"))
+                    "requestId": rid, "reason": "tempest cancellation probe"}), wait="none", label="cancel"))
             elif isinstance(item, Call):
                 b.call(0, item)
             elif "id" in item:

@@ -1,7 +1,7 @@
 """One-bug mutants of the reference server: the yardstick for what the fuzzer claims to find.
 
 Each mutant is the reference server with exactly one realistic deviation switched on by name
-(`mcp-gauntlet serve --bug NAME`). The registry says which DIGEST rule ids a fuzzer should report
+(`mcp-tempest serve --bug NAME`). The registry says which DIGEST rule ids a fuzzer should report
 for it, so a campaign against a mutant can be scored: found the rule, or missed it. A rule listed
 is the server's duty a finding is filed under, never the rule the provoking frame breaks (a
 null id breaks the client's RPC-04; serving it breaks the server's RPC-01), so the list reads
@@ -23,7 +23,7 @@ class Mutant:
     rules: tuple[str, ...]
     transport: Literal["any", "stdio", "http"]
     description: str
-    # What finds it: a fuzz campaign, a load run (tests/test_load_mutants.py) or `mcp-gauntlet catalogue`
+    # What finds it: a fuzz campaign, a load run (tests/test_load_mutants.py) or `mcp-tempest catalogue`
     # (tests/test_catalogue.py). `found_by(command)` lists each command's share.
     found_by: Literal["fuzz", "load", "catalogue"] = "fuzz"
 

@@ -1,7 +1,7 @@
-"""`python -m targets.reference ARGS` is `mcp-gauntlet serve ARGS` (what tests spawn)."""
+"""`python -m mcp_tempest.targets.reference ARGS` is `mcp-tempest serve ARGS` (what tests spawn)."""
 
 import sys
 
-from targets.reference.cli import serve_main
+from mcp_tempest.targets.reference.cli import serve_main
 
 sys.exit(serve_main(sys.argv[1:]))

@@ -21,8 +21,8 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from strategies.auth_tokens import PRM_PATH, SCOPE
-from targets.auth_client import METADATA_PATH, loopback_url
+from mcp_tempest.strategies.auth_tokens import PRM_PATH, SCOPE
+from mcp_tempest.targets.auth_client import METADATA_PATH, loopback_url
 
 ALGORITHMS: Final = ["RS256"]
 

@@ -1,4 +1,4 @@
-"""`mcp-gauntlet serve`: start the reference server (or one of its mutants) on stdio or HTTP."""
+"""`mcp-tempest serve`: start the reference server (or one of its mutants) on stdio or HTTP."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import sqlite3
 import sys
 from typing import NoReturn
 
-from targets import validate
-from targets.mutants import UnknownBugError, list_lines, parse_bugs
-from targets.reference.store import default_db_path
+from mcp_tempest.targets import validate
+from mcp_tempest.targets.mutants import UnknownBugError, list_lines, parse_bugs
+from mcp_tempest.targets.reference.store import default_db_path
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is ONE line on stderr and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"mcp-gauntlet serve: error: {message}\n")
+        self.exit(2, f"mcp-tempest serve: error: {message}\n")
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog="mcp-gauntlet serve",
+    parser = _Parser(prog="mcp-tempest serve",
                      description="The reference MCP 2026-07-28 server (calendar) and its one-bug mutants.")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
@@ -42,7 +42,7 @@ def _parser() -> _Parser:
 
 
 def serve_main(argv: list[str]) -> int:
-    """Entry point of `mcp-gauntlet serve`; returns the process exit status."""
+    """Entry point of `mcp-tempest serve`; returns the process exit status."""
     args = _parser().parse_args(argv)
     if args.list_bugs:
         print("\n".join(list_lines()))
@@ -50,44 +50,44 @@ def serve_main(argv: list[str]) -> int:
     try:
         bugs = parse_bugs(args.bug)
     except UnknownBugError as exc:
-        print(f"mcp-gauntlet serve: error: {exc}", file=sys.stderr)
+        print(f"mcp-tempest serve: error: {exc}", file=sys.stderr)
         return 2
     if not 0 <= args.port <= 65535:
-        print("mcp-gauntlet serve: error: --port must be 0..65535", file=sys.stderr)
+        print("mcp-tempest serve: error: --port must be 0..65535", file=sys.stderr)
         return 2
     try:
         validate.seconds(args.state_ttl, "--state-ttl")
         validate.seconds(args.header_timeout, "--header-timeout")
     except validate.InputError as exc:
-        print(f"mcp-gauntlet serve: error: {exc}", file=sys.stderr)
+        print(f"mcp-tempest serve: error: {exc}", file=sys.stderr)
         return 2
-    from targets.reference.core import build_core
+    from mcp_tempest.targets.reference.core import build_core
 
     try:
         core = build_core(args.db or default_db_path(), bugs=bugs, state_ttl_s=args.state_ttl)
     except (OSError, sqlite3.Error) as exc:
-        print(f"mcp-gauntlet serve: error: cannot open store {args.db or default_db_path()}: {exc}",
+        print(f"mcp-tempest serve: error: cannot open store {args.db or default_db_path()}: {exc}",
               file=sys.stderr)
         return 2
     if args.transport == "stdio":
-        from targets.reference.stdio_server import serve_stdio
+        from mcp_tempest.targets.reference.stdio_server import serve_stdio
 
         return serve_stdio(core)
-    from targets.reference.http_server import serve_http
+    from mcp_tempest.targets.reference.http_server import serve_http
 
     guard = None
     if args.auth_issuer is not None:
-        from targets.auth_client import AuthServerError
-        from targets.reference.auth import ResourceGuard
+        from mcp_tempest.targets.auth_client import AuthServerError
+        from mcp_tempest.targets.reference.auth import ResourceGuard
 
         try:
             guard = ResourceGuard(args.auth_issuer, bugs)
         except (AuthServerError, OSError, ValueError, KeyError) as exc:
-            print(f"mcp-gauntlet serve: error: --auth-issuer {args.auth_issuer}: {exc}", file=sys.stderr)
+            print(f"mcp-tempest serve: error: --auth-issuer {args.auth_issuer}: {exc}", file=sys.stderr)
             return 2
     try:
         return serve_http(core, args.host, args.port, header_timeout=args.header_timeout, guard=guard)
     except OSError as exc:
-        print(f"mcp-gauntlet serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+        print(f"mcp-tempest serve: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2

@@ -23,13 +23,13 @@ from typing import Any, Final
 
 import orjson
 
-from targets.reference import catalog, tools
-from targets.reference.errors import RpcError
-from targets.reference.headers import header_problem
-from targets.reference.request_state import Claims, MemoryStateBook, StateError, StateSealer
-from targets.reference.store import MemoryStore, Store
-from targets.reference.subscriptions import Hub, Listen, id_key
-from targets.wire import (
+from mcp_tempest.targets.reference import catalog, tools
+from mcp_tempest.targets.reference.errors import RpcError
+from mcp_tempest.targets.reference.headers import header_problem
+from mcp_tempest.targets.reference.request_state import Claims, MemoryStateBook, StateError, StateSealer
+from mcp_tempest.targets.reference.store import MemoryStore, Store
+from mcp_tempest.targets.reference.subscriptions import Hub, Listen, id_key
+from mcp_tempest.targets.wire import (
     HEADER_MISMATCH,
     INPUT_REQUIRED_METHODS,
     INTERNAL_ERROR,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from targets.wire import NAME_HEADER_FIELD, decode_header_value, header_scalar
+from mcp_tempest.targets.wire import NAME_HEADER_FIELD, decode_header_value, header_scalar
 
 
 def _printable(value: str) -> bool:

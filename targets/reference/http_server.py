@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Final
 import httptools
 import orjson
 
-from strategies.auth_tokens import PRM_PATH
-from targets.reference.core import Core, HttpInfo, Reply
-from targets.reference.subscriptions import POLL_INTERVAL_S, Listen
+from mcp_tempest.strategies.auth_tokens import PRM_PATH
+from mcp_tempest.targets.reference.core import Core, HttpInfo, Reply
+from mcp_tempest.targets.reference.subscriptions import POLL_INTERVAL_S, Listen
 
 if TYPE_CHECKING:  # joserfc is imported only by a server started with --auth-issuer
-    from targets.reference.auth import ResourceGuard
+    from mcp_tempest.targets.reference.auth import ResourceGuard
 
 MAX_BODY: Final = 4 << 20
 # Request line plus headers: more is refused with 431 before it is buffered (a 128 MB header

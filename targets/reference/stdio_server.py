@@ -14,8 +14,8 @@ import select
 import signal
 from typing import Final
 
-from targets.reference.core import Core
-from targets.reference.subscriptions import POLL_INTERVAL_S, id_key
+from mcp_tempest.targets.reference.core import Core
+from mcp_tempest.targets.reference.subscriptions import POLL_INTERVAL_S, id_key
 
 READ_SIZE: Final = 1 << 20
 MAX_LINE: Final = 64 << 20

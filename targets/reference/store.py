@@ -41,7 +41,7 @@ class ReplayError(Exception):
 def default_db_path() -> Path:
     """The per-user store every process started without --db shares (COMMON conventions)."""
     uid = os.getuid() if hasattr(os, "getuid") else "user"
-    return Path(tempfile.gettempdir()) / f"mcp-gauntlet-{uid}" / "reference.sqlite3"
+    return Path(tempfile.gettempdir()) / f"mcp-tempest-{uid}" / "reference.sqlite3"
 
 
 def now_ms() -> int:

@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import orjson
 
-from targets.reference.catalog import CALENDAR_URI_PREFIX, SERVER_INFO, WEEK_URI
-from targets.reference.store import CHAPTER_CALENDAR_ID, Store
-from targets.wire import META_SERVER_INFO, META_SUBSCRIPTION_ID
+from mcp_tempest.targets.reference.catalog import CALENDAR_URI_PREFIX, SERVER_INFO, WEEK_URI
+from mcp_tempest.targets.reference.store import CHAPTER_CALENDAR_ID, Store
+from mcp_tempest.targets.wire import META_SERVER_INFO, META_SUBSCRIPTION_ID
 
 POLL_INTERVAL_S: Final = 0.2
 

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
-from targets.reference.errors import RpcError
-from targets.reference.store import CHAPTER_CALENDAR_ID, ReplayError
-from targets.wire import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
+from mcp_tempest.targets.reference.errors import RpcError
+from mcp_tempest.targets.reference.store import CHAPTER_CALENDAR_ID, ReplayError
+from mcp_tempest.targets.wire import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
 
 if TYPE_CHECKING:
-    from targets.reference.core import Core, Ctx
+    from mcp_tempest.targets.reference.core import Core, Ctx
 
 ToolFn = Callable[["Core", "Ctx", dict[str, Any]], dict[str, Any]]
 

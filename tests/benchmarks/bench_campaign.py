@@ -39,14 +39,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fuzz.campaign import Job, StoreSink, prepare_target, run_job
-from fuzz.findings import FindingStore
-from fuzz.properties.base import all_properties
-from targets import fork_server, wire
-from targets.endpoints import StdioEndpoint, open_endpoint
-from targets.stdio_driver import start_stdio
-from targets.target_spec import parse_target
-from targets.transcript import Transcript
+from mcp_tempest.fuzz.campaign import Job, StoreSink, prepare_target, run_job
+from mcp_tempest.fuzz.findings import FindingStore
+from mcp_tempest.fuzz.properties.base import all_properties
+from mcp_tempest.targets import fork_server, wire
+from mcp_tempest.targets.endpoints import StdioEndpoint, open_endpoint
+from mcp_tempest.targets.stdio_driver import start_stdio
+from mcp_tempest.targets.target_spec import parse_target
+from mcp_tempest.targets.transcript import Transcript
 
 
 def bare_loop(argv: list[str], n: int) -> float:
@@ -120,7 +120,7 @@ def _children_cpu() -> float:
 
 def nightly(out: Path) -> tuple[int, int]:
     """The 2,000-example campaign over every property and both transports on the reference server."""
-    from fuzz.cli import main
+    from mcp_tempest.fuzz.cli import main
 
     status = main(["fuzz", "--max-examples", "2000", "--seed", "20260728", "--out", str(out), "--no-database",
                    "--progress", "never"])
@@ -141,7 +141,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
         tmp_path = Path(tmp)
         target = args.target or "stdio:" + " ".join(
-            [sys.executable, "-m", "targets.reference", "--transport", "stdio", "--db", str(tmp_path / "db.sqlite3")])
+            [sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", "stdio", "--db", str(tmp_path / "db.sqlite3")])
         argv = list(parse_target(target).argv)
         rounds = max(1, min(args.bare_rounds, args.examples))
         bare = bare_loop(argv, rounds)

@@ -42,7 +42,7 @@ def run(server: str, transport: str, seed: int, max_examples: int) -> tuple[int,
     with tempfile.TemporaryDirectory(prefix="example-sweep-") as tmp:
         out = Path(tmp) / "out"
         done = subprocess.run(
-            [sys.executable, "-m", "fuzz.cli", "fuzz", "--target", target, "--max-examples", str(max_examples),
+            [sys.executable, "-m", "mcp_tempest.fuzz.cli", "fuzz", "--target", target, "--max-examples", str(max_examples),
              "--seed", str(seed), "--out", str(out), "--no-database", "--progress", "never",
              "--timeout", f"{regenerate.CAMPAIGN_TIMEOUT:g}"],
             cwd=ROOT, env=regenerate.child_env(), capture_output=True, text=True, timeout=3600, check=False)

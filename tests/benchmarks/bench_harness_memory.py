@@ -2,7 +2,7 @@
 
 Why: the huge frame once cost the harness about 1 GB whenever the framing property found
 anything (a backtracking regex over the frame); the budget is 300 MB in any campaign, whatever
-the target does. Each property runs as its own `mcp-gauntlet fuzz` process against the reference
+the target does. Each property runs as its own `mcp-tempest fuzz` process against the reference
 server, a server with a bug (so findings are filed and shrunk), and two noisy stdio servers
 (one writing log lines around every answer, one echoing every request back, huge frames too).
 The harness's own peak (VmHWM of its process alone, not the targets') is read from /proc while
@@ -20,15 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzz.properties.base import all_properties
-from fuzz.properties.framing import mutation_names
+from mcp_tempest.fuzz.properties.base import all_properties
+from mcp_tempest.fuzz.properties.framing import mutation_names
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET_MB = 300
 NOISY = str(ROOT / "tests" / "hostile_targets" / "noisy_answers.py")
 TARGETS = {
     "reference": None,
-    "null-id-accepted": "stdio:mcp-gauntlet serve --bug null-id-accepted",
+    "null-id-accepted": "stdio:mcp-tempest serve --bug null-id-accepted",
     "noisy": f"stdio:{sys.executable} {NOISY} noise",
     "echo": f"stdio:{sys.executable} {NOISY} echo",
 }
@@ -46,7 +46,7 @@ def _hwm_mb(pid: int) -> float | None:
 
 def peak_of(args: list[str], out: Path) -> tuple[float, int]:
     """The harness process's peak RSS in MB (sampled high-water mark) and its exit status."""
-    proc = subprocess.Popen([shutil.which("mcp-gauntlet") or "mcp-gauntlet", *args, "--out", str(out)],
+    proc = subprocess.Popen([shutil.which("mcp-tempest") or "mcp-tempest", *args, "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0.0
     while proc.poll() is None:
@@ -61,7 +61,7 @@ def main() -> None:
     examples = sys.argv[1] if len(sys.argv) > 1 else "60"
     props = [n for n, p in all_properties().items() if "modern" in p.eras]
     worst = (0.0, "")
-    with tempfile.TemporaryDirectory(prefix="gauntlet-bench-mem-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tempest-bench-mem-") as tmp:
         runs = 0
         for target_name, target in TARGETS.items():
             for prop in props:

@@ -44,12 +44,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from targets import wire  # noqa: E402
-from targets.spawn_pool import SpawnPool  # noqa: E402
-from targets.target_spec import parse_target  # noqa: E402
+from mcp_tempest.targets import wire  # noqa: E402
+from mcp_tempest.targets.spawn_pool import SpawnPool  # noqa: E402
+from mcp_tempest.targets.target_spec import parse_target  # noqa: E402
 
 SDK_SERVER = ROOT / "tests" / "servers" / "sdk_server.py"
-STATE_KEY = "mcp-gauntlet-bench-shared-state-key-0123456789"
+STATE_KEY = "mcp-tempest-bench-shared-state-key-0123456789"
 MIX = "tools/list=2,tools/call=3,resources/read=2,prompts/get=1,mrtr=4"
 COMMON_TOOLS = "create_event,echo"  # the tools both servers offer
 CPU_MIN_SECONDS = 8  # (d) reads a steady middle: 2 s after the first request to 1 s before the end
@@ -165,7 +165,7 @@ def cpu_per_request(url: str, seconds: int, users: int, workdir: Path) -> dict[s
 
 def load_run(url: str, out: Path, seconds: int, users: int, extra: list[str]) -> dict:
     proc = subprocess.run(
-        [sys.executable, "-m", "load", "--target", url, "--users", str(users), "--run-time", f"{seconds}s",
+        [sys.executable, "-m", "mcp_tempest.load", "--target", url, "--users", str(users), "--run-time", f"{seconds}s",
          "--out", str(out), *extra],
         cwd=out.parent, capture_output=True, text=True, timeout=seconds + 120,
     )
@@ -216,7 +216,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp_name:
         tmp = Path(tmp_name)
-        ref_spec = parse_target(f"http+spawn:{sys.executable} -m targets.reference --transport http "
+        ref_spec = parse_target(f"http+spawn:{sys.executable} -m mcp_tempest.targets.reference --transport http "
                                 f"--port {{port}} --db {tmp / 'ref.sqlite3'}")
         sdk_spec = parse_target(f"http+spawn:{sys.executable} {SDK_SERVER} --transport http --port {{port}} "
                                 f"--state-key {STATE_KEY}")

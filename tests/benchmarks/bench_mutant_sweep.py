@@ -1,9 +1,9 @@
 """Benchmark (nightly): every mutant is found by a default-budget campaign, for several seeds.
 
-For each bug `mcp-gauntlet serve --list-bugs` names that a campaign is to find (Mutant.found_by) and
+For each bug `mcp-tempest serve --list-bugs` names that a campaign is to find (Mutant.found_by) and
 each seed, one plain campaign as a user runs it:
 
-    mcp-gauntlet fuzz --target <the reference server with --bug NAME> --max-examples 200 --seed S \
+    mcp-tempest fuzz --target <the reference server with --bug NAME> --max-examples 200 --seed S \
         --stop-on-rule <the bug's rule ids>
 
 over the transport the mutant lives on (stdio for "any"), with no example database. The mutant
@@ -21,9 +21,9 @@ spent. Hence two things, neither of which changes the campaign up to its finding
 - `--stop-on-rule` ends the campaign at the first finding of one of the mutant's rules (the
   examples before it are the default campaign's, seed for seed; `--full` runs them to the end);
 - the campaigns run in-process through the CLI's own entry point (`fuzz_main(argv)`, what
-  `mcp-gauntlet fuzz` calls), a few per worker process (`--jobs`), so imports, the schema and the
+  `mcp-tempest fuzz` calls), a few per worker process (`--jobs`), so imports, the schema and the
   coverage probes are built once per worker instead of once per campaign. `--subprocess` runs each
-  as its own `python -m fuzz.cli` process, as a user would.
+  as its own `python -m mcp_tempest.fuzz.cli` process, as a user would.
 
     python tests/benchmarks/bench_mutant_sweep.py [--seeds 1,2,3,4,5] [--bugs A,B] [--examples 200]
                                                   [--jobs 2] [--full] [--subprocess]
@@ -52,12 +52,12 @@ PROJECT = Path(__file__).resolve().parents[2]
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from targets.mutants import MUTANTS, found_by  # noqa: E402 - after the path fix for a direct run
+from mcp_tempest.targets.mutants import MUTANTS, found_by  # noqa: E402 - after the path fix for a direct run
 
 
 def target_for(bug: str, db: Path) -> str:
     transport = "http" if MUTANTS[bug].transport == "http" else "stdio"
-    argv = [sys.executable, "-m", "targets.reference", "--transport", transport, "--db", str(db), "--bug", bug]
+    argv = [sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", transport, "--db", str(db), "--bug", bug]
     if MUTANTS[bug].needs_auth:
         argv += ["--auth-issuer", "{issuer}"]
     if transport == "http":
@@ -66,7 +66,7 @@ def target_for(bug: str, db: Path) -> str:
 
 
 def campaign_argv(bug: str, seed: int, examples: int, work: Path, *, stop: bool = True) -> list[str]:
-    """The `mcp-gauntlet fuzz` arguments of one sweep campaign (after the `fuzz` subcommand)."""
+    """The `mcp-tempest fuzz` arguments of one sweep campaign (after the `fuzz` subcommand)."""
     argv = ["--target", target_for(bug, work / f"{bug}-{seed}.sqlite3"), "--max-examples", str(examples),
             "--seed", str(seed), "--no-database", "--out", str(work / f"{bug}-{seed}"), "--progress", "never"]
     if MUTANTS[bug].needs_auth:  # the default campaign under --auth: the harness is the issuer
@@ -89,11 +89,11 @@ def sweep_one(bug: str, seed: int, examples: int, work: Path, *, stop: bool = Tr
     argv = campaign_argv(bug, seed, examples, work, stop=stop)
     started = time.monotonic()
     if subprocess_run:
-        proc = subprocess.run([sys.executable, "-m", "fuzz.cli", "fuzz", *argv], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", "fuzz", *argv], capture_output=True, text=True,
                               timeout=1800, cwd=PROJECT)
         stdout = proc.stdout
     else:
-        from fuzz.campaign_command import fuzz_main
+        from mcp_tempest.fuzz.campaign_command import fuzz_main
 
         buffer = io.StringIO()
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(io.StringIO()):
@@ -136,12 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     bugs = [b for b in (args.bugs.split(",") if args.bugs else found_by("fuzz")) if b]
     unknown = sorted(set(bugs) - set(MUTANTS))
     if unknown:
-        print(f"bench_mutant_sweep: unknown bug {', '.join(unknown)} (see mcp-gauntlet serve --list-bugs)")
+        print(f"bench_mutant_sweep: unknown bug {', '.join(unknown)} (see mcp-tempest serve --list-bugs)")
         return 2
     missed: list[str] = []
     total = 0
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="gauntlet-sweep-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tempest-sweep-") as tmp:
         for bug, seed, found, rules, took, last in sweep(bugs, seeds, args.examples, Path(tmp), jobs=args.jobs,
                                                          stop=not args.full, subprocess_run=args.subprocess):
             total += 1

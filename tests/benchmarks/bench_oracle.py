@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 import time
 
-from fuzz.oracle import RULES, judge, judge_response, warm_up
-from fuzz.oracle.craft import Crafter
-from targets import wire
+from mcp_tempest.fuzz.oracle import RULES, judge, judge_response, warm_up
+from mcp_tempest.fuzz.oracle.craft import Crafter
+from mcp_tempest.targets import wire
 
 INFO = {wire.META_SERVER_INFO: {"name": "bench", "version": "1"}}
 

@@ -31,9 +31,9 @@ import orjson
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from targets import wire  # noqa: E402
+from mcp_tempest.targets import wire  # noqa: E402
 
-OURS = [sys.executable, "-m", "targets.reference"]
+OURS = [sys.executable, "-m", "mcp_tempest.targets.reference"]
 SDK = [sys.executable, str(ROOT / "tests" / "servers" / "sdk_server.py")]
 
 

@@ -1,5 +1,5 @@
 """Benchmark: the long seed sweep. Every property over both transports on the reference server,
-one `mcp-gauntlet fuzz` per seed, at the nightly budget; a correct server must draw 0 findings.
+one `mcp-tempest fuzz` per seed, at the nightly budget; a correct server must draw 0 findings.
 
     python tests/benchmarks/bench_seed_sweep.py [--seeds 100] [--first 1] [--max-examples 300]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import sys
 import time
 
-from targets import wire
-from targets.stdio_driver import StdioPool, start_stdio
-from targets.target_spec import default_target
+from mcp_tempest.targets import wire
+from mcp_tempest.targets.stdio_driver import StdioPool, start_stdio
+from mcp_tempest.targets.target_spec import default_target
 
 
 def one_example(conn, work: float) -> None:  # type: ignore[no-untyped-def]

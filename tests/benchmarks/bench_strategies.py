@@ -142,7 +142,7 @@ HJS_RUNNER = textwrap.dedent(
 def ensure_venv(venv: Path) -> Path:
     """A throwaway venv with hypothesis-jsonschema and a Hypothesis old enough for it."""
     python = venv / "bin" / "python"
-    marker = venv / ".gauntlet-ready"
+    marker = venv / ".tempest-ready"
     if marker.is_file() and python.is_file():
         return python
     print(f"creating {venv} with {' '.join(HJS_REQUIREMENTS)} (PyPI)...", flush=True)
@@ -262,7 +262,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=500, help="frames per measurement (default 500)")
     parser.add_argument("--budget", type=float, default=15.0, help="CPU seconds cap per measurement")
-    parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "gauntlet-hjs-venv"))
+    parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "tempest-hjs-venv"))
     parser.add_argument("--no-hjs", action="store_true", help="skip hypothesis-jsonschema (our numbers only)")
     args = parser.parse_args(argv)
     if not SPEC_SCHEMA.is_file():
@@ -271,9 +271,9 @@ def main(argv: list[str]) -> int:
 
     from hypothesis import __version__ as hyp_version
 
-    from strategies.compiler import SchemaCompiler
-    from strategies.frames import valid_notification, valid_request
-    from strategies.schema_source import load_schema_source
+    from mcp_tempest.strategies.compiler import SchemaCompiler
+    from mcp_tempest.strategies.frames import valid_notification, valid_request
+    from mcp_tempest.strategies.schema_source import load_schema_source
 
     official = load_schema_source(SPEC_SCHEMA)
     depth = official.compiler.limits.max_ref_depth
@@ -295,7 +295,7 @@ def main(argv: list[str]) -> int:
         rate = measure_ours(SchemaCompiler(schema).strategy(), args.frames, args.budget)
         ours[name] = {"frame": rate, "schema": rate}
         print(f"  ours {name:26} arguments {rate['rate']:7.0f}/s", flush=True)
-    from strategies.targeted import tool_arguments
+    from mcp_tempest.strategies.targeted import tool_arguments
     from tests.test_strategies_hjs import HARD_SCHEMAS
 
     hard_ours = {}
@@ -305,7 +305,7 @@ def main(argv: list[str]) -> int:
 
     from hypothesis import strategies as st
 
-    from strategies.targeted import targeted_request, tools_from_schemas
+    from mcp_tempest.strategies.targeted import targeted_request, tools_from_schemas
 
     targeted = targeted_request(tools_from_schemas(TOOL_SCHEMAS.items()), schema_source=official,
                                 include_unknown=False, include_lists=False)

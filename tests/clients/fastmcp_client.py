@@ -59,7 +59,7 @@ async def step(method: str, call: Any) -> Any:
 async def job(transport: Any) -> None:
     client = Client(transport, elicitation_handler=elicit, sampling_handler=sample, roots=[],
                     timeout=STEP_TIMEOUT, init_timeout=STEP_TIMEOUT,
-                    client_info=types.Implementation(name="gauntlet-fastmcp-client", version="1.0"))
+                    client_info=types.Implementation(name="tempest-fastmcp-client", version="1.0"))
     entered = False
     try:
         async with client:
@@ -71,7 +71,7 @@ async def job(transport: Any) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(step, "resources/list", client.list_resources)
                 tg.start_soon(step, "prompts/list", client.list_prompts)
-            await step("resources/read", lambda: client.read_resource("gauntlet://r"))
+            await step("resources/read", lambda: client.read_resource("tempest://r"))
             await step("prompts/get", lambda: client.get_prompt("greet", {}))
     except Exception as exc:  # noqa: BLE001 - connecting failed
         if not entered:

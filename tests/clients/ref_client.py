@@ -195,7 +195,7 @@ class Client:
         return self.next_id
 
     def meta(self) -> dict[str, Any]:
-        return {PV: self.version, CC: CAPABILITIES, CI: {"name": "gauntlet-ref-client", "version": "1.0"}}
+        return {PV: self.version, CC: CAPABILITIES, CI: {"name": "tempest-ref-client", "version": "1.0"}}
 
     def request(self, method: str, params: dict[str, Any], rid: int | None = None) -> dict[str, Any]:
         body = dict(params) if self.legacy else {**params, "_meta": self.meta()}
@@ -205,7 +205,7 @@ class Client:
         """DIGEST 5.3: discover got no modern answer, so try the 2025-11-25 handshake."""
         init = {"jsonrpc": "2.0", "id": self.new_id(), "method": "initialize", "params": {
             "protocolVersion": LEGACY_VERSION, "capabilities": CAPABILITIES,
-            "clientInfo": {"name": "gauntlet-ref-client", "version": "1.0"}}}
+            "clientInfo": {"name": "tempest-ref-client", "version": "1.0"}}}
         answer = self.peer.exchange([init])[0]
         if answer is not None and isinstance(answer.get("result"), dict):
             self.legacy = True
@@ -308,7 +308,7 @@ class Client:
         for msg, answer in zip(pair, answers, strict=True):
             emit(self.call(msg["method"], {}, sent=msg, first=answer) if answer is not None
                  else reading(msg["method"], "error", note="no response"))
-        emit(self.call("resources/read", {"uri": "gauntlet://r"}))
+        emit(self.call("resources/read", {"uri": "tempest://r"}))
         emit(self.call("prompts/get", {"name": "greet"}))
 
 
@@ -319,7 +319,7 @@ def fulfil(req: Any) -> dict[str, Any] | None:
     if method == "elicitation/create" and isinstance(params, dict) and params.get("mode", "form") in ("form", "url"):
         return {"action": "decline"}
     if method == "sampling/createMessage" and isinstance(params, dict) and isinstance(params.get("messages"), list):
-        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "gauntlet-ref"}
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "tempest-ref"}
     if method == "roots/list" and (params is None or isinstance(params, dict)):
         return {"roots": []}
     return None

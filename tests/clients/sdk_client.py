@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from readings import STEP_TIMEOUT, emit, outcome_of_exception
 
-CLIENT_INFO = types.Implementation(name="gauntlet-sdk-client", version="1.0")
+CLIENT_INFO = types.Implementation(name="tempest-sdk-client", version="1.0")
 
 
 async def elicit(context: Any, params: Any) -> types.ElicitResult:
@@ -31,7 +31,7 @@ async def elicit(context: Any, params: Any) -> types.ElicitResult:
 
 async def sample(context: Any, params: Any) -> types.CreateMessageResult:
     return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="ok"),
-                                     model="gauntlet-sdk")
+                                     model="tempest-sdk")
 
 
 async def roots(context: Any) -> types.ListRootsResult:
@@ -67,7 +67,7 @@ async def job(server: Any) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(step, "resources/list", client.list_resources)
                 tg.start_soon(step, "prompts/list", client.list_prompts)
-            await step("resources/read", lambda: client.read_resource("gauntlet://r"))
+            await step("resources/read", lambda: client.read_resource("tempest://r"))
             await step("prompts/get", lambda: client.get_prompt("greet", {}))
     except MCPError as exc:
         if not entered:

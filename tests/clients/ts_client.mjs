@@ -47,12 +47,12 @@ async function main(argv) {
     ? new StreamableHTTPClientTransport(new URL(argv[0]))
     : new StdioClientTransport({ command: argv[0], args: argv.slice(1) });
   const client = new Client(
-    { name: "gauntlet-ts-client", version: "1.0" },
+    { name: "tempest-ts-client", version: "1.0" },
     { capabilities: { elicitation: { form: {} }, sampling: {}, roots: {} }, versionNegotiation: { mode: "auto" } },
   );
   client.setRequestHandler("elicitation/create", async () => ({ action: "decline" }));
   client.setRequestHandler("sampling/createMessage", async () => ({
-    role: "assistant", content: { type: "text", text: "ok" }, model: "gauntlet-ts",
+    role: "assistant", content: { type: "text", text: "ok" }, model: "tempest-ts",
   }));
   client.setRequestHandler("roots/list", async () => ({ roots: [] }));
   const opts = { timeout: STEP_TIMEOUT_MS };
@@ -71,7 +71,7 @@ async function main(argv) {
     step("resources/list", () => client.listResources({}, opts)),
     step("prompts/list", () => client.listPrompts({}, opts)),
   ]);
-  await step("resources/read", () => client.readResource({ uri: "gauntlet://r" }, opts));
+  await step("resources/read", () => client.readResource({ uri: "tempest://r" }, opts));
   await step("prompts/get", () => client.getPrompt({ name: "greet", arguments: {} }, opts));
   try {
     await client.close();

@@ -11,4 +11,4 @@ if os.fork() == 0:
             os.write(2, chunk)
     finally:
         os._exit(0)
-os.execv(sys.executable, [sys.executable, "-m", "targets.reference", "--transport", "stdio", *sys.argv[1:]])
+os.execv(sys.executable, [sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", "stdio", *sys.argv[1:]])

@@ -16,4 +16,4 @@ if os.fork() == 0:
 os.wait()
 args = sys.argv[1:]
 transport = ["--transport", "http", "--host", "127.0.0.1"] if "--port" in args else ["--transport", "stdio"]
-os.execv(sys.executable, [sys.executable, "-m", "targets.reference", *transport, *args])
+os.execv(sys.executable, [sys.executable, "-m", "mcp_tempest.targets.reference", *transport, *args])

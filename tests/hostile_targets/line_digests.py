@@ -11,7 +11,7 @@ import sys
 import threading
 
 log = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115 - open for the process's life
-child = subprocess.Popen([sys.executable, "-m", "targets.reference", "--transport", "stdio"], stdin=subprocess.PIPE)
+child = subprocess.Popen([sys.executable, "-m", "mcp_tempest.targets.reference", "--transport", "stdio"], stdin=subprocess.PIPE)
 
 
 def tap() -> None:

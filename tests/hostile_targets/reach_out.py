@@ -17,4 +17,4 @@ except OSError as exc:
     outcome = f"unreachable {type(exc).__name__}"
 with open(log, "a") as f:
     f.write(outcome + "\n")
-os.execv(sys.executable, [sys.executable, "-m", "targets.reference", *sys.argv[3:]])
+os.execv(sys.executable, [sys.executable, "-m", "mcp_tempest.targets.reference", *sys.argv[3:]])

@@ -3,9 +3,9 @@
     python tests/real_servers/regenerate.py            # run every campaign, rewrite the outputs
     python tests/real_servers/regenerate.py --check    # the README section is what findings.json renders
 
-Why a script: the README's table "What mcp-gauntlet finds in real servers" is a claim about
-servers nobody here wrote, so it must be what `mcp-gauntlet fuzz` found, never prose typed by
-hand. Each campaign below is a plain `mcp-gauntlet fuzz` with a fixed seed and budget, run from
+Why a script: the README's table "What mcp-tempest finds in real servers" is a claim about
+servers nobody here wrote, so it must be what `mcp-tempest fuzz` found, never prose typed by
+hand. Each campaign below is a plain `mcp-tempest fuzz` with a fixed seed and budget, run from
 the project root against the example servers of `tests/servers/` (installed by
 `bash .ci/install-servers.sh`). What it finds becomes, per bug of each server (findings grouped as
 `fuzz` groups them: the server's duty broken and its reaction; not by probe, method, transport or
@@ -60,7 +60,7 @@ GZIP_ABOVE = 1 << 20  # replay files larger than this are stored gzip-compressed
 STRENGTH_ORDER = {"MUST": 0, "SHOULD": 1, "HEURISTIC": 2}
 # A shared requestState key for the TypeScript fixture: without it the fixture itself (not the
 # SDK, whose default does not protect the state at all) would draw a key per process.
-TS_STATE_KEY = "gauntlet-shared-request-state-key-0001"
+TS_STATE_KEY = "tempest-shared-request-state-key-0001"
 CAMPAIGN_TIMEOUT = 20.0  # every campaign's --timeout: third-party servers start slowly
 
 sys.path.insert(0, str(ROOT / "tests" / "servers"))
@@ -182,7 +182,7 @@ def why(finding: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Campaign:
-    """One `mcp-gauntlet fuzz` run: which server, how, with what budget, and what it must find."""
+    """One `mcp-tempest fuzz` run: which server, how, with what budget, and what it must find."""
 
     name: str
     server: str  # a tests/servers/catalog.py name
@@ -196,7 +196,7 @@ class Campaign:
     never: tuple[str, ...] = ()  # rule ids this campaign must not report
     shrink_seconds: float = 2.0
     first_finding: bool = False  # stop at the first failure (shrunk): one probe, one finding
-    probe: bool = False  # record what `mcp-gauntlet probe` says of the target (its era)
+    probe: bool = False  # record what `mcp-tempest probe` says of the target (its era)
     legacy: bool = False  # a legacy-era server: fuzz stops with a message or reports era-free rules only
 
     @property
@@ -336,9 +336,9 @@ class Outcome:
 
 
 def run_campaign(campaign: Campaign, out: Path, *, timeout: float = 900.0) -> Outcome:
-    """`mcp-gauntlet fuzz` as a user runs it, from the project root."""
+    """`mcp-tempest fuzz` as a user runs it, from the project root."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "fuzz.cli", *campaign.argv(out)], cwd=ROOT, env=child_env(),
+    done = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", *campaign.argv(out)], cwd=ROOT, env=child_env(),
                           capture_output=True, text=True, timeout=timeout, check=False)
     index_path = out / "findings.json"
     index = json.loads(index_path.read_text()) if index_path.is_file() else {}
@@ -346,7 +346,7 @@ def run_campaign(campaign: Campaign, out: Path, *, timeout: float = 900.0) -> Ou
 
 
 def probe_era(campaign: Campaign) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "fuzz.cli", "probe", "--target", campaign.target(), "--json",
+    done = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", "probe", "--target", campaign.target(), "--json",
                            "--timeout", f"{CAMPAIGN_TIMEOUT:g}"], cwd=ROOT, env=child_env(), capture_output=True, text=True,
                           timeout=120, check=False)
     try:
@@ -356,7 +356,7 @@ def probe_era(campaign: Campaign) -> dict[str, Any]:
 
 
 def group_key(row: dict[str, Any]) -> tuple[str, str, str]:
-    """One bug of one server: its rule and the server's reaction, as `mcp-gauntlet fuzz` groups a
+    """One bug of one server: its rule and the server's reaction, as `mcp-tempest fuzz` groups a
     campaign's findings (`Evidence.group_key`). A row of an older campaign (no `reaction`) is keyed
     by its probe or, without one, its behaviour. Method, transport, campaign and (with a reaction)
     probe are where and how it was seen, not what it is."""
@@ -479,7 +479,7 @@ def finish_rows(grouped: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in grouped:
         doc = row.pop("_doc")
         row["repro"] = write_repro(f"{row['server']}-{row.pop('id')}.json", doc)
-        row["command"] = f"mcp-gauntlet replay {row['repro']}"
+        row["command"] = f"mcp-tempest replay {row['repro']}"
         for key in ("method", "property", "transport", "mutation", "confirmed"):
             row.pop(key, None)
         row["label"] = row.get("label") or row["strength"]
@@ -541,10 +541,10 @@ def render(data: dict[str, Any]) -> str:
 
     lines = [
         BEGIN,
-        "## What mcp-gauntlet finds in real servers",
+        "## What mcp-tempest finds in real servers",
         "",
         "Campaigns with fixed seeds and budgets against the example servers in `tests/servers/` (a tool that",
-        "asks for input by elicitation, a resource and a prompt on each), each a plain `mcp-gauntlet fuzz`.",
+        "asks for input by elicitation, a resource and a prompt on each), each a plain `mcp-tempest fuzz`.",
         "This section is generated by `python tests/real_servers/regenerate.py` from what those campaigns",
         "found; `tests/test_real_servers.py` re-runs them in CI and fails, with the difference, when they",
         "lose a bug or file a new one against `tests/real_servers/expected.json`: the corpus of verdicts",
@@ -594,10 +594,10 @@ def render(data: dict[str, Any]) -> str:
                 f"{', '.join(seeds)}), {found} bug{'s' * (found != 1)} seen")
         for c in group:
             if c.get("probe_era") is not None:
-                text += f". `mcp-gauntlet probe` says `{c['probe_era']}`"
+                text += f". `mcp-tempest probe` says `{c['probe_era']}`"
             if c.get("message"):
-                said = c["message"].removeprefix("mcp-gauntlet fuzz: ").rstrip(".")
-                text += f"; `mcp-gauntlet fuzz` exits {c['exit_status']}: {said}"
+                said = c["message"].removeprefix("mcp-tempest fuzz: ").rstrip(".")
+                text += f"; `mcp-tempest fuzz` exits {c['exit_status']}: {said}"
         lines.append(_cell(text) + ".")
     for note in NOTES:
         lines.append(f"- {note}")
@@ -716,7 +716,7 @@ def main(argv: list[str] | None = None) -> int:
     if not catalog.npm_packages_installed() or catalog.node_binary() is None:
         print("regenerate: the example servers are not installed: run bash .ci/install-servers.sh", file=sys.stderr)
         return 2
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gauntlet-real-"))
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tempest-real-"))
     outcomes = []
     problems = 0
     try:

@@ -23,7 +23,7 @@ SERVERS_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = SERVERS_DIR.parent.parent
 NODE_MODULES = SERVERS_DIR / "node_modules"
 NODE_MIN_MAJOR = 22
-STATE_KEY_ENV = "MCP_GAUNTLET_STATE_KEY"
+STATE_KEY_ENV = "MCP_TEMPEST_STATE_KEY"
 
 EVERYTHING_ENTRY = NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 CONFORMANCE_ENTRY = NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -72,7 +72,7 @@ def npm_packages_installed() -> bool:
 class ServerSpec:
     """One third-party server: how to start it on stdio and on Streamable HTTP.
 
-    `era` is what `mcp-gauntlet probe` says it speaks by default: "modern" (2026-07-28 per-request
+    `era` is what `mcp-tempest probe` says it speaks by default: "modern" (2026-07-28 per-request
     _meta, no initialize), "legacy" (2025-11-25 initialize handshake only) or "dual" (both, chosen
     per connection on stdio / per request on HTTP). The Python SDK and fastmcp are dual: a fresh
     process or request still completes `initialize`. `http_path` is the endpoint path on 127.0.0.1.
@@ -128,7 +128,7 @@ class ServerSpec:
         return "http+spawn:" + env + " ".join(a if a == "{port}" else shlex.quote(a) for a in argv)
 
     def stdio_target(self) -> str:
-        """The `--target stdio:<command line>` form of the mcp-gauntlet CLI."""
+        """The `--target stdio:<command line>` form of the mcp-tempest CLI."""
         return "stdio:" + shlex.join(self.stdio_argv())
 
     def http_spawn_target(self) -> str:

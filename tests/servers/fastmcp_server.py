@@ -15,7 +15,7 @@ tool is written that natural way and nothing more: fastmcp itself does not check
 declared the elicitation capability before such a tool asks (MRTR-05), so neither does the
 fixture, and a finding about it is fastmcp's. `--check-capability` adds the check a careful
 author would write by hand (-32021, META-05). requestState is sealed by the SDK boundary under a
-per-process key unless --state-key (or MCP_GAUNTLET_STATE_KEY, >= 32 bytes) is given.
+per-process key unless --state-key (or MCP_TEMPEST_STATE_KEY, >= 32 bytes) is given.
 
 Usage:
   python fastmcp_server.py [--transport stdio|http] [--host 127.0.0.1] [--port 8000]
@@ -44,8 +44,8 @@ from mcp_types import (
     MissingRequiredClientCapabilityErrorData,
 )
 
-SERVER_NAME = "gauntlet-fastmcp-calendar"
-STATE_KEY_ENV = "MCP_GAUNTLET_STATE_KEY"
+SERVER_NAME = "tempest-fastmcp-calendar"
+STATE_KEY_ENV = "MCP_TEMPEST_STATE_KEY"
 ASK_KEY = "when"
 WHEN_SCHEMA = {
     "type": "object",
@@ -86,7 +86,7 @@ def build_server(state_key: str | None, *, check_capability: bool = False) -> Fa
     mcp = FastMCP(
         SERVER_NAME,
         version="0.1.0",
-        instructions="Calendar fixture for mcp-gauntlet tests.",
+        instructions="Calendar fixture for mcp-tempest tests.",
         request_state_security=security,
     )
 
@@ -120,7 +120,7 @@ def build_server(state_key: str | None, *, check_capability: bool = False) -> Fa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="fastmcp calendar server (mcp-gauntlet fixture)")
+    parser = argparse.ArgumentParser(description="fastmcp calendar server (mcp-tempest fixture)")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

@@ -21,7 +21,7 @@ elicitation to a client that never declared it (MRTR-05). `ctx.elicit()` is no t
 
 The SDK seals `requestState` with AES-GCM under a key it draws per process
 (`RequestStateSecurity.ephemeral()`), so an MRTR retry that lands on another process is
-refused. `--state-key` (or env MCP_GAUNTLET_STATE_KEY, >= 32 bytes) gives every instance
+refused. `--state-key` (or env MCP_TEMPEST_STATE_KEY, >= 32 bytes) gives every instance
 the same key, which makes cross-process retries work.
 
 `--auth-issuer URL` (HTTP) makes it an OAuth resource server the way the SDK's resource-server
@@ -50,8 +50,8 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
-SERVER_NAME = "gauntlet-sdk-calendar"
-STATE_KEY_ENV = "MCP_GAUNTLET_STATE_KEY"
+SERVER_NAME = "tempest-sdk-calendar"
+STATE_KEY_ENV = "MCP_TEMPEST_STATE_KEY"
 
 
 class When(BaseModel):
@@ -126,7 +126,7 @@ def build_server(state_key: str | None, mrtr: str = "body", *, auth_issuer: str 
     mcp = MCPServer(
         SERVER_NAME,
         version="0.1.0",
-        instructions="Calendar fixture for mcp-gauntlet tests.",
+        instructions="Calendar fixture for mcp-tempest tests.",
         request_state_security=security,
         log_level="WARNING",
         **auth,
@@ -171,7 +171,7 @@ def build_server(state_key: str | None, mrtr: str = "body", *, auth_issuer: str 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Python SDK calendar server (mcp-gauntlet fixture)")
+    parser = argparse.ArgumentParser(description="Python SDK calendar server (mcp-tempest fixture)")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

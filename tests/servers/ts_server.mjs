@@ -1,6 +1,6 @@
 // A small calendar server on the official TypeScript SDK v2 (@modelcontextprotocol/server 2.4.0).
 //
-// Why it exists: a second, independent 2026-07-28 implementation for mcp-gauntlet to fuzz, so the
+// Why it exists: a second, independent 2026-07-28 implementation for mcp-tempest to fuzz, so the
 // harness is not tuned to one SDK's habits. Same surface as sdk_server.py:
 //   tool     create_event(title, startsAt?)   startsAt missing -> input_required (form elicitation)
 //   tool     echo(text)
@@ -8,7 +8,7 @@
 //   prompt   prepare_week(focus)
 //
 // requestState: the SDK applies no integrity protection by default. This server mints one with the
-// SDK's HMAC codec (createRequestStateCodec) under --state-key / MCP_GAUNTLET_STATE_KEY when given,
+// SDK's HMAC codec (createRequestStateCodec) under --state-key / MCP_TEMPEST_STATE_KEY when given,
 // else under a random per-process key (so, like the Python SDK's default, a retry that reaches
 // another process is refused with -32602).
 //
@@ -42,7 +42,7 @@ const { values: opts } = parseArgs({
     port: { type: 'string', default: '8000' },
     path: { type: 'string', default: '/mcp' },
     'response-mode': { type: 'string', default: 'auto' },
-    'state-key': { type: 'string', default: process.env.MCP_GAUNTLET_STATE_KEY ?? '' },
+    'state-key': { type: 'string', default: process.env.MCP_TEMPEST_STATE_KEY ?? '' },
     legacy: { type: 'string', default: 'serve' },
   },
   strict: true,
@@ -66,9 +66,9 @@ const whenSchema = z.object({ startsAt: z.string().describe('Start time, ISO 860
 
 function buildServer() {
   const server = new McpServer(
-    { name: 'gauntlet-ts-calendar', version: '0.1.0' },
+    { name: 'tempest-ts-calendar', version: '0.1.0' },
     {
-      instructions: 'Calendar fixture for mcp-gauntlet tests.',
+      instructions: 'Calendar fixture for mcp-tempest tests.',
       requestState: { verify: codec.verify },
     },
   );
@@ -162,7 +162,7 @@ if (opts.transport === 'stdio') {
     }
   });
   httpServer.listen(Number(opts.port), opts.host, () => {
-    console.error(`gauntlet-ts-calendar listening on http://${opts.host}:${opts.port}${opts.path}`);
+    console.error(`tempest-ts-calendar listening on http://${opts.host}:${opts.port}${opts.path}`);
   });
   const stop = () => {
     httpServer.close();
