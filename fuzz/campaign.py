@@ -23,6 +23,7 @@ that reaps a process).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import multiprocessing
 import os
@@ -34,6 +35,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import hypothesis
@@ -63,8 +65,10 @@ from mcp_tempest.fuzz.properties.judging import (
     slow_note,
     slowest_in_allowance,
 )
-from mcp_tempest.fuzz.properties.surface import Surface, learn_surface
+from mcp_tempest.fuzz.properties.surface import Surface, learn_surface, sample_value
+from mcp_tempest.fuzz.reach import Reach
 from mcp_tempest.fuzz.tool_policy import ToolPolicy
+from mcp_tempest.strategies.value_sources import ValueSources, command_line_values
 from mcp_tempest.targets.target_spec import TargetSpec, parse_target
 
 if TYPE_CHECKING:
@@ -122,7 +126,8 @@ class Prepared:
         )
 
     def dump(self) -> dict[str, Any]:
-        return {"spec": self.spec.text, "isolate_network": self.spec.isolate_network, "era": self.era, "surface": asdict(self.surface),
+        return {"spec": self.spec.text, "isolate_network": self.spec.isolate_network,
+                "coverage_rc": self.spec.coverage_rc, "era": self.era, "surface": asdict(self.surface),
                 "fresh_processes": self.fresh_processes, "detail": self.detail, "mutations": list(self.mutations),
                 "dual": self.dual, "discover": self.discover}
 
@@ -134,6 +139,8 @@ class Prepared:
         s["triggers"] = [MrtrTrigger(**t) for t in s.get("triggers", [])]
         s["handles"] = HandleFlow(**s["handles"]) if s.get("handles") else None
         spec = parse_target(data["spec"], allow_remote=True, isolate_network=bool(data.get("isolate_network")))
+        if data.get("coverage_rc"):
+            spec = dataclasses.replace(spec, coverage_rc=str(data["coverage_rc"]))
         return cls(spec, data["era"], Surface(**s),
                    data["fresh_processes"], data.get("detail", ""), tuple(data.get("mutations", ())),
                    bool(data.get("dual", False)), discover=data.get("discover"))
@@ -221,9 +228,12 @@ def plan_jobs(
 # --- preparing targets ---
 
 
-def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None) -> Prepared:
-    """Probe the era, then learn the surface (with only the tools `tools` allows); raises
-    UnusableTarget with one line."""
+def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None,
+                   tool_args: dict[str, dict[str, list[Any]]] | None = None,
+                   literals: list[Any] | None = None) -> Prepared:
+    """Probe the era, then learn the surface (with only the tools `tools` allows, their arguments
+    informed by the target's command line and the user's `tool_args`); raises UnusableTarget
+    with one line."""
     from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
     try:
@@ -242,8 +252,11 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
         conn = endpoint.fresh(transcript)
         try:
             version = result.version or (result.versions[0] if result.versions else None)
+            sources = ValueSources(command_line=command_line_entries(command_line_values(spec.argv or (), os.getcwd())),
+                                   user=dict(tool_args or {}), literals=list(literals or []))
             surface = learn_surface(conn, version=version or "2026-07-28", timeout=max(timeout, 5.0),
-                                    may_call=tools.allows if tools is not None and not tools.unrestricted else None)
+                                    may_call=tools.allows if tools is not None and not tools.unrestricted else None,
+                                    sources=sources)
         finally:
             conn.close()
     except HarnessError as exc:
@@ -253,6 +266,24 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     detail = f"{result.era} era ({result.detection})" if result.detection else f"{result.era} era"
     return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual",
                     probed=result, discover=_discover_result(result))
+
+
+#: Entries of a folder the target was started with that are offered as values (a repository's files).
+FOLDER_ENTRIES = 20
+
+
+def command_line_entries(values: list[str]) -> list[str]:
+    """The command line's values plus, for each that is a folder here, its first entries by name
+    (relative and absolute): a server started on a folder is asked about what is in it."""
+    out = list(values)
+    for value in values:
+        folder = Path(value)
+        if not folder.is_absolute() or not folder.is_dir():
+            continue
+        with contextlib.suppress(OSError):
+            names = sorted(e.name for e in os.scandir(folder) if not e.name.startswith("."))[:FOLDER_ENTRIES]
+            out += [n for n in names if n not in out] + [str(folder / n) for n in names]
+    return out
 
 
 def _discover_result(result: ProbeResult) -> dict[str, Any] | None:
@@ -415,6 +446,7 @@ class _JobState:
     # whether each of the latest examples of each kind failed (see reuse_warm)
     recent_generated: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_EXAMPLES))
     recent_aside: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_EXAMPLES))
+    reach: Reach = field(default_factory=Reach)  # how the job's valid tools/call steps were answered
 
     def time_left(self, now: float) -> bool:
         return now < self.hard_deadline
@@ -528,9 +560,17 @@ def run_job(
                       shrink_budget=job.shrink_seconds, known=set(known), timeout=timeout)
     transport = ctx.transport
     version = hypothesis.__version__
+    listed = frozenset(str(t.get("name")) for t in ctx.surface.tools) | frozenset(ctx.surface.withheld_tools)
+    sources = ctx.surface.sources
+
+    def attribute(tool: str, arguments: dict[str, Any]) -> str:
+        schema = (ctx.surface.tool(tool) or {}).get("inputSchema")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        return sources.attribute(tool, arguments, props if isinstance(props, dict) else None, plain=sample_value)
 
     def play(case: Any, *, reuse_now: bool) -> tuple[Run, list[Violation]]:
         run = execute(case, endpoint, reuse=reuse_now, timeout=timeout)
+        state.reach.add_run(run, listed, attribute)
         slow = slowest_in_allowance(run)
         if slow is not None:
             state.slowest = max(slow, state.slowest) if state.slowest else slow
@@ -814,7 +854,7 @@ def _job_record(job: Job, state: _JobState, started: float, sink: Sink | None, *
         note = (note + "; " if note else "") + f"{len(known)} known failure(s) replayed from the example database"
     record = PropertyRun(job.property, job.transport, examples=state.generated,
                          seconds=time.monotonic() - started, note=note, error=error,
-                         shrinks=state.shrinks, replays=state.replays)
+                         shrinks=state.shrinks, replays=state.replays, reach=state.reach.to_json())
     record_probes = getattr(sink, "probes", None)
     if record_probes is not None:
         record_probes(state.probes, known)

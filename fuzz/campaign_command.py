@@ -97,6 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="call only tools whose name matches one of these globs (repeatable)")
     p.add_argument("--deny-tool", action="append", default=[], metavar="PATTERN",
                    help="never call tools whose name matches this glob (repeatable)")
+    p.add_argument("--tool-args", metavar="FILE",
+                   help="argument values per tool that no fuzzer can guess (an account id, a path that exists): "
+                        "JSON or TOML, tool -> argument -> value or list of values, '*' for any tool "
+                        "(default: [tool.mcp-tempest.tool-args] in pyproject.toml, if any)")
+    p.add_argument("--no-coverage", action="store_true",
+                   help="do not measure the server's own code coverage (default: measured with coverage.py for "
+                        "Python stdio: and http+spawn: targets; reported in findings.json reach.code, coverage.xml "
+                        "and coverage_html/)")
+    p.add_argument("--coverage-source", action="append", default=[], metavar="PKG_OR_PATH",
+                   help="also measure this package or path (repeatable), e.g. the SDK the server is built on")
     p.add_argument("--known", metavar="FILE",
                    help="a findings baseline (a findings.json, or one group id per line with a reason): "
                         "those groups are reported as known and only new ones fail the run")
@@ -301,8 +311,18 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     from mcp_tempest.fuzz.tool_policy import ToolPolicy
 
     policy = ToolPolicy(args.tools, tuple(args.allow_tool), tuple(args.deny_tool))
+    from mcp_tempest.fuzz.tool_args import ToolArgsError, load_tool_args
+
     try:
-        prepared = [prepare_target(spec, timeout=args.timeout, tools=policy) for spec in specs]
+        tool_args = load_tool_args(args.tool_args)
+    except ToolArgsError as exc:
+        print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
+        return 2
+    plans = _plan_code_coverage(specs, args, out_dir)
+    try:
+        prepared = [prepare_target(spec, timeout=args.timeout, tools=policy, tool_args=tool_args,
+                                   literals=_literals(plan, args.coverage_source))
+                    for spec, plan in zip(specs, plans, strict=True)]
     except UnusableTarget as exc:
         print(f"mcp-tempest fuzz: unusable target: {exc}", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
@@ -322,6 +342,9 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         commands={p.spec.text: resolved_command(p.spec.argv, cwd) for p in prepared if p.spec.argv},
         contexts={p.spec.text: {k: v for k, v in p.dump().items() if k != "spec"} for p in prepared},
     )
+    for prep, plan in zip(prepared, plans, strict=True):
+        if hasattr(plan, "spec"):  # a CoveragePlan: every server process of the campaign is measured
+            prep.spec = plan.spec
     store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
         print(f"fuzz: target {prep.spec.text} ({prep.detail})")
@@ -344,6 +367,9 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     store.extra["coverage"] = coverage_report(result.probes)
     store.extra["tools"] = {"policy": policy.describe(),
                             "withheld": sorted({n for prep in prepared for n in prep.surface.withheld_tools})}
+    tools_report = _tools_report(result, prepared)
+    store.extra["reach"] = tools_report.to_json()
+    code_lines = _collect_code_coverage(plans, out_dir, store.extra["reach"])
     store.extra["budget"] = {
         "max_examples": config.max_examples, "duration": config.duration, "shrink_time": config.shrink_seconds,
         "generated": result.examples, "shrinks": sum(r.shrinks for r in result.runs),
@@ -363,7 +389,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
         write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
                       seconds=result.seconds, interrupted=result.interrupted, notes=result.notes,
-                      fail_on=args.fail_on, catalogues=catalogues)
+                      fail_on=args.fail_on, catalogues=catalogues, reach=store.extra.get("reach"))
         if args.write_regressions and findings:
             from mcp_tempest.fuzz.regression import write_regressions
 
@@ -380,6 +406,11 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     from mcp_tempest.fuzz.coverage import print_coverage, print_known
 
     print_coverage(store.extra["coverage"])
+    for line in tools_report.lines() if tools_report.listed else []:
+        print(line)
+    print(tools_report.headline())
+    for line in code_lines:
+        print(line)
     print_known(known)
     errors = [r for r in result.runs if r.error]
     for run in errors:
@@ -392,6 +423,72 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     if errors:
         return 2  # a property that could not be tested is not a pass
     return 0
+
+
+def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace, out: Path) -> list[Any]:
+    """Per target: a coverage plan (the first target that can be measured; its spec then starts
+    every server process under coverage.py) or the reason it is not measured."""
+    from mcp_tempest.targets.code_coverage import CoveragePlan, NotMeasured, plan_coverage
+
+    plans: list[Any] = []
+    data = out / "coverage-data"
+    for i, spec in enumerate(specs):
+        if args.no_coverage:
+            plans.append(NotMeasured("code coverage: not measured (--no-coverage)"))
+        elif any(isinstance(p, CoveragePlan) for p in plans):
+            plans.append(NotMeasured("code coverage: measured on the first target only"))
+        else:
+            plans.append(plan_coverage(spec, tuple(args.coverage_source), data / str(i)))
+    return plans
+
+
+def _literals(plan: Any, extra: list[str]) -> list[Any]:
+    """The measured code's literals (the server's own, not the --coverage-source additions)."""
+    from mcp_tempest.fuzz.source_literals import literals_of
+
+    sources = getattr(plan, "sources", ())
+    return literals_of([s for s in sources if s not in extra]) if sources else []
+
+
+def _collect_code_coverage(plans: list[Any], out_dir: Path, reach: dict[str, Any]) -> list[str]:
+    """reach.code in findings.json, coverage.xml and coverage_html/ in --out, and the summary's line."""
+    from mcp_tempest.targets.code_coverage import CoveragePlan, collect
+
+    lines: list[str] = []
+    for plan in plans:
+        if not isinstance(plan, CoveragePlan):
+            if "code" not in reach and not plan.reason.endswith("first target only"):
+                reach["code"] = {"measured": False, "reason": plan.reason}
+                lines.append(plan.reason)
+            continue
+        try:
+            code = collect(plan, out_dir)
+        except Exception as exc:  # noqa: BLE001 - a measurement that failed must not lose the campaign's reports
+            reach["code"] = {"measured": False, "reason": f"code coverage: could not be combined ({exc})"}
+            lines.append(reach["code"]["reason"])
+            continue
+        reach["code"] = {"measured": True, **code.to_json()}
+        least = sorted(code.files, key=lambda f: (f["percent"], f["path"]))[:3]
+        lines.append(f"code coverage: {code.percent:.1f}% of the server's own code (lines and branches, "
+                     f"{len(code.files)} files, {code.processes} processes); least reached: "
+                     + ", ".join(f"{Path(f['path']).name} {f['percent']:.0f}%" for f in least))
+    return lines
+
+
+def _tools_report(result: Any, prepared: list[Any]) -> Any:
+    """Every job's tally merged, against every tool the targets listed (withheld ones included)."""
+    from mcp_tempest.fuzz.reach import Reach, ToolsReport, merged
+
+    listed: list[str] = []
+    withheld: list[str] = []
+    for prep in prepared:
+        for name in [str(t.get("name")) for t in prep.surface.tools] + list(prep.surface.withheld_tools):
+            if name not in listed:
+                listed.append(name)
+        withheld += [n for n in prep.surface.withheld_tools if n not in withheld]
+    tallies = [Reach.from_json(p.surface.reach) for p in prepared if p.surface.reach]  # the surface search's calls
+    tallies += [Reach.from_json(r.reach) for r in result.runs if r.reach]
+    return ToolsReport(merged(tallies), listed, withheld)
 
 
 def _summary_line(examples: int, props: int, failures: list[Any], observations: list[Any]) -> str:

@@ -534,6 +534,7 @@ class PropertyRun:
     error: str = ""  # the harness itself failed (not the server): shown, never a finding
     shrinks: int = 0  # executions spent shrinking and confirming failures (bounded by --shrink-time)
     replays: int = 0  # failures from the example database played again (reported as known)
+    reach: dict[str, Any] | None = None  # fuzz.reach.Reach as JSON: how its tools/call steps were answered
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -550,6 +551,8 @@ class PropertyRun:
             out["shrinks"] = self.shrinks
         if self.replays:
             out["replays"] = self.replays
+        if self.reach and self.reach.get("tools"):
+            out["reach"] = self.reach
         return out
 
     @classmethod
@@ -558,5 +561,5 @@ class PropertyRun:
             property=data["property"], transport=data["transport"], examples=int(data.get("examples", 0)),
             seconds=float(data.get("seconds", 0.0)), note=data.get("note", ""),
             skipped=bool(data.get("skipped", False)), error=data.get("error", ""),
-            shrinks=int(data.get("shrinks", 0)), replays=int(data.get("replays", 0)),
+            shrinks=int(data.get("shrinks", 0)), replays=int(data.get("replays", 0)), reach=data.get("reach"),
         )

@@ -26,7 +26,7 @@ def _cell(text: object) -> str:
 def markdown_summary(
     runs: Sequence[PropertyRun], findings: Sequence[Finding], *, target: str, seed: int | None,
     examples: int, seconds: float, interrupted: bool = False, notes: Iterable[str] = (),
-    catalogues: Sequence[Catalogue] = (),
+    catalogues: Sequence[Catalogue] = (), reach: dict | None = None,
 ) -> str:
     verdict = f"{len(findings)} finding{'s' * (len(findings) != 1)}" if findings else "no findings"
     lines = [
@@ -50,11 +50,36 @@ def markdown_summary(
     for r in runs:
         status = f"harness error: {r.error}" if r.error else (r.note or ("skipped" if r.skipped else "ok"))
         lines.append(f"| {r.property} | {r.transport} | {r.examples} | {r.seconds:.1f} | {_cell(status)} |")
+    lines += reach_markdown(reach)
     if catalogues:
         from mcp_tempest.fuzz.catalogue import report_markdown
 
         lines += ["", *report_markdown(list(catalogues))]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def reach_markdown(reach: dict | None) -> list[str]:
+    """What the campaign reached: each tool's answers (least reached first) and the server's code."""
+    if not reach:
+        return []
+    lines: list[str] = []
+    tools = sorted(reach.get("tools", []), key=lambda r: (r["ok"] > 0, r["ok"], r["name"]))
+    if tools:
+        never = reach.get("never_ok", [])
+        lines += ["", f"### Reach: {len(tools) - len(never)} of {len(tools)} tools returned a successful result", "",
+                  "| tool | calls | ok | isError | protocol error | no answer | most common answer |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in tools[:MAX_ROWS]:
+            answer = r.get("never_called") or (r["answers"][0]["text"] if r.get("answers") and not r["ok"] else "")
+            lines.append(f"| {_cell(r['name'])} | {r['calls']} | {r['ok']} | {r['is_error']} | {r['protocol_error']}"
+                         f" | {r['unanswered']} | {_cell(answer)} |")
+    code = reach.get("code")
+    if code:
+        if code.get("measured"):
+            lines += ["", f"Server code coverage: {code['percent']:.1f}% (lines and branches, coverage.py)."]
+        else:
+            lines += ["", f"{_cell(code.get('reason', 'code coverage: not measured'))}."]
+    return lines
 
 
 def summary_bytes(runs: Sequence[PropertyRun], findings: Sequence[Finding], **kwargs: object) -> bytes:

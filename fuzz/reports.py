@@ -217,6 +217,7 @@ def report_html(
     fail_on: str = DEFAULT_FAIL_ON,
     out_dir: Path | None = None,
     catalogues: Sequence[Catalogue] = (),
+    reach: dict[str, Any] | None = None,
 ) -> str:
     """The page leads with the findings, one collapsed block per bug (a campaign with dozens of
     findings stays one screen of summaries), then the observations, then the property runs."""
@@ -279,12 +280,47 @@ def report_html(
             f"<td>{r.seconds:.1f}</td><td class=\"{cls}\">{n}</td><td>{o}</td><td>{e(note)}</td></tr>"
         )
     body.append("</table>")
+    body += reach_html(reach)
     if catalogues:
         from mcp_tempest.fuzz.catalogue import report_html as catalogue_html
 
         body += catalogue_html(list(catalogues))
     body.append("</body></html>")
     return "\n".join(head + body) + "\n"
+
+
+def reach_html(reach: dict[str, Any] | None) -> list[str]:
+    """The tools least reached first, and the server's files least covered first."""
+    if not reach:
+        return []
+    e = html.escape
+    out: list[str] = []
+    tools = sorted(reach.get("tools", []), key=lambda r: (r["ok"] > 0, r["ok"], r["name"]))
+    if tools:
+        out.append(f"<h2>Reach: {len(tools) - len(reach.get('never_ok', []))} of {len(tools)} tools returned a "
+                   "successful result</h2>")
+        out.append("<table><tr><th>tool</th><th>calls</th><th>ok</th><th>isError</th><th>protocol error</th>"
+                   "<th>no answer</th><th>first success from</th><th>most common answer</th></tr>")
+        for r in tools:
+            answer = r.get("never_called") or (r["answers"][0]["text"] if r.get("answers") and not r["ok"] else "")
+            cls = "ok" if r["ok"] else "bad"
+            out.append(f"<tr><td>{e(r['name'])}</td><td>{r['calls']}</td><td class=\"{cls}\">{r['ok']}</td>"
+                       f"<td>{r['is_error']}</td><td>{r['protocol_error']}</td><td>{r['unanswered']}</td>"
+                       f"<td>{e(r.get('first_ok_source', ''))}</td><td>{e(answer)}</td></tr>")
+        out.append("</table>")
+    code = reach.get("code")
+    if code and code.get("measured"):
+        out.append(f"<h2>Server code coverage: {code['percent']:.1f}%</h2>"
+                   "<p>Lines and branches of the server's own code, measured with coverage.py "
+                   "(<a href=\"coverage_html/index.html\">coverage_html/</a>, coverage.xml).</p>")
+        out.append("<table><tr><th>file (least covered first)</th><th>percent</th><th>lines</th><th>covered</th></tr>")
+        for f in sorted(code.get("files", []), key=lambda f: (f["percent"], f["path"]))[:20]:
+            out.append(f"<tr><td>{e(f['path'])}</td><td>{f['percent']:.1f}</td><td>{f['lines']}</td>"
+                       f"<td>{f['covered']}</td></tr>")
+        out.append("</table>")
+    elif code:
+        out.append(f"<p>{e(code.get('reason', 'code coverage: not measured'))}</p>")
+    return out
 
 
 def _finding_section(f: Finding, out_dir: Path | None) -> str:
@@ -389,6 +425,7 @@ def write_reports(
     notes: Iterable[str] = (),
     fail_on: str = DEFAULT_FAIL_ON,
     catalogues: Sequence[Catalogue] = (),
+    reach: dict[str, Any] | None = None,
 ) -> None:
     atomic_write(
         out_dir / "junit.xml",
@@ -398,11 +435,11 @@ def write_reports(
     atomic_write(out_dir / "results.sarif", sarif_bytes(findings, target=target, seed=seed))
     atomic_write(out_dir / "summary.md", summary_bytes(runs, findings, target=target, seed=seed, examples=examples,
                                                        seconds=seconds, interrupted=interrupted, notes=notes,
-                                                       catalogues=catalogues))
+                                                       catalogues=catalogues, reach=reach))
     atomic_write(
         out_dir / "report.html",
         report_html(
             runs, findings, target=target, seed=seed, examples=examples, seconds=seconds,
-            interrupted=interrupted, notes=notes, fail_on=fail_on, out_dir=out_dir, catalogues=catalogues,
+            interrupted=interrupted, notes=notes, fail_on=fail_on, out_dir=out_dir, catalogues=catalogues, reach=reach,
         ).encode("utf-8"),
     )

@@ -33,11 +33,17 @@ _GATE = re.compile(
     r"(?P<value>-?[0-9]+(?:\.[0-9]+)?)\s*(?P<pct>%?)\s*$"
 )
 LATENCY_METRICS = ("p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms")
+# `is_error` (isError results) is no failure and no gate by default; a user who expects none can
+# say so (`is_error>0`, `'tools/call list_events:is_error>1%'`, `refused_handles>0`: isError
+# answers refusing a handle the server had returned).
 RUN_METRICS = frozenset(
     {"requests", "failures", "rps", "violations", "failure_rate", "mrtr_operations", "memory_growth_mb",
-     *LATENCY_METRICS}
+     "is_error", "is_error_rate", "refused_handles", *LATENCY_METRICS}
 )
-OPERATION_METRICS = frozenset({"count", "failures", "rps", "failure_rate", *LATENCY_METRICS})
+OPERATION_METRICS = frozenset({"count", "failures", "rps", "failure_rate", "is_error", "is_error_rate",
+                               *LATENCY_METRICS})
+_RATES = {"failures": "failure_rate", "failure_rate": "failure_rate", "is_error": "is_error_rate",
+          "is_error_rate": "is_error_rate"}
 
 
 class GateError(ValueError):
@@ -80,9 +86,10 @@ def parse_gate(text: str) -> Gate:
     metric = match["metric"]
     if match["pct"]:
         # 'failures>0.1%' is a share of the requests, not a count
-        if metric not in ("failures", "failure_rate"):
-            raise GateError(f"--fail-on {text!r}: only failures take a percentage (e.g. 'failures>0.1%')")
-        metric = "failure_rate"
+        if metric not in _RATES:
+            raise GateError(f"--fail-on {text!r}: only failures and is_error take a percentage "
+                            "(e.g. 'failures>0.1%')")
+        metric = _RATES[metric]
     allowed = OPERATION_METRICS if name else RUN_METRICS
     if metric not in allowed:
         raise GateError(f"--fail-on {text!r}: unknown metric {metric!r} (one of {', '.join(sorted(allowed))})")
@@ -100,9 +107,10 @@ def parse_gates(texts: list[str]) -> list[Gate]:
 
 
 def _metric(entry: dict[str, Any], metric: str) -> float | None:
-    if metric == "failure_rate":
+    if metric in ("failure_rate", "is_error_rate"):
         count = entry.get("count", entry.get("requests", 0)) or 0
-        return 100.0 * (entry.get("failures", 0) or 0) / count if count else None
+        part = entry.get("failures" if metric == "failure_rate" else "is_error", 0) or 0
+        return 100.0 * part / count if count else None
     value = entry.get(metric)
     return float(value) if isinstance(value, int | float) else None
 
@@ -115,9 +123,14 @@ def run_metric(summary: dict[str, Any], metric: str) -> float | None:
     if metric == "memory_growth_mb":
         memory = summary.get("memory") or {}
         return float(memory["growth_mb"]) if isinstance(memory.get("growth_mb"), int | float) else None
-    if metric == "failure_rate":
+    if metric in ("failure_rate", "is_error_rate"):
         requests = summary.get("requests", 0) or 0
-        return 100.0 * (summary.get("failures", 0) or 0) / requests if requests else None
+        part = summary.get("failures" if metric == "failure_rate" else "is_error", 0) or 0
+        return 100.0 * part / requests if requests else None
+    if metric == "is_error":
+        return float(summary.get("is_error") or 0)
+    if metric == "refused_handles":
+        return float(sum((summary.get("refused_handles") or {}).values()))
     return _metric(summary, metric)
 
 

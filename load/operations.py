@@ -28,12 +28,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcp_tempest.load.recorder import OPERATION, REQUEST, SETUP, Recorder, setup_name
-from mcp_tempest.load.schema_values import arguments_for, harvest_handles, missing_handles, object_for
+from mcp_tempest.load.arguments import Arguments
+from mcp_tempest.load.recorder import OPERATION, REFUSED_HANDLE, REQUEST, SETUP, Recorder, setup_name
+from mcp_tempest.load.schema_values import is_handle_name, object_for
 from mcp_tempest.targets import wire
 
 if TYPE_CHECKING:  # importing mcp_client pulls in gevent, which the runner must not
     from mcp_tempest.load.mcp_client import Reply
+    from mcp_tempest.strategies.value_sources import ValueSources
 
 # The client capabilities every load request declares: elicitation (form), so MRTR can happen
 # (MRTR-05 forbids an elicitation input request to a client that did not declare it).
@@ -45,7 +47,6 @@ MIX_KINDS = (*(m for m in wire.MODERN_METHODS if m not in ("completion/complete"
 DEFAULT_MIX = "tools/list=2,tools/call=3,resources/read=2,prompts/get=1,mrtr=4"
 
 MAX_LIST_PAGES = 10
-TOOL_ERROR = "tool error"
 
 _ids = itertools.count(1)
 _TEMPLATE_VAR = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -154,6 +155,7 @@ class Operation:
     next_params: dict[str, Any] = field(default_factory=dict)
     ready_at: int = 0
     last_endpoint: str = ""
+    tool: str | None = None  # the tool called (None for a prompt or a resource)
 
     @property
     def name(self) -> str:
@@ -254,6 +256,7 @@ class Session:
         rng: random.Random,
         fire: FireFn | None = None,
         checker: Checker | None = None,
+        values: ValueSources | None = None,
     ) -> None:
         self.send = send
         self.recorder = recorder
@@ -262,7 +265,11 @@ class Session:
         self.fire = fire
         self.checker = checker
         self.catalog = Catalog()
-        self.handles: dict[str, list[Any]] = {}  # server-minted handles seen in results (TOOL-14)
+        # `values`: the run's command line and --tool-args; what this user's results return is
+        # added to its own copy (a calendarId minted for it feeds its later calls, TOOL-14)
+        self.args = Arguments.for_user(values)
+        self._callable_cache: dict[int, tuple[int, list[dict[str, Any]]]] = {}
+        self.last_is_error = False  # whether the last recorded answer was an isError result
         self.pending: deque[Operation] = deque()
         self.sent = 0
         self._kinds: list[str] = []
@@ -283,10 +290,13 @@ class Session:
         self.recorder.count("sse_responses" if reply.is_sse else "json_responses")
         return reply
 
-    def _record(self, name: str, reply: Reply, *, rpc_error_expected: bool = False) -> str | None:
+    def _record(self, name: str, reply: Reply, *, rpc_error_expected: bool = False, tool: str | None = None) -> str | None:
         """Record one request sample; returns its failure kind (None when it succeeded).
 
-        `rpc_error_expected`: a JSON-RPC error is an answer here, not a failure (the probe)."""
+        `rpc_error_expected`: a JSON-RPC error is an answer here, not a failure (the probe).
+        An isError result is an answer too (the tool ran and said it could not): counted apart
+        with its text, never a failure. `tool`: the tool called, whose successful result feeds
+        this user's later arguments."""
         failure = reply.failure
         detail = reply.detail
         origin, self._origin_ns = self._origin_ns, None
@@ -294,12 +304,14 @@ class Session:
         if rpc_error_expected and failure is not None and failure.startswith("rpc "):
             failure, detail = None, ""
         result = reply.result
+        is_error = None
         if failure is None and result is not None:
             if result.get("isError") is True:
-                failure, detail = TOOL_ERROR, _first_text(result)
-                self.recorder.count("tool_errors")
-            elif isinstance(result.get("structuredContent"), dict | list):
-                harvest_handles(result["structuredContent"], self.handles)
+                is_error = _first_text(result)
+                self._note_refused_handles(reply)
+            elif tool is not None and result.get("resultType") != "input_required":
+                self.args.harvest(tool, result)
+        self.last_is_error = is_error is not None
         if self._setup:
             name = setup_name(name)
         if self.checker is not None and reply.response is not None and self.checker.due():
@@ -309,15 +321,30 @@ class Session:
                 if failure is None:
                     failure, detail = f"violation {rule}", text
         self.recorder.record(name, elapsed_us, kind=SETUP if self._setup else REQUEST, failure=failure,
-                             first_event_us=reply.first_event_us, raw_ns=reply.elapsed_ns)
+                             first_event_us=reply.first_event_us, raw_ns=reply.elapsed_ns, is_error=is_error)
         if self.fire is not None:
             exc = LoadFailure(f"{failure}: {detail}" if detail else failure) if failure else None
             self.fire("POST", name, elapsed_us / 1000.0, reply.length, exc)
         return failure
 
-    def _record_operation(self, op: Operation, failure: str | None, *, counted: bool) -> None:
+    def _note_refused_handles(self, reply: Reply) -> None:
+        """An isError answer to a call whose handle the server itself returned to this user: no
+        failure (a correct server may have deleted it), but with several instances the classic
+        sign that they do not share state (SL-5), so it is counted by argument and shown."""
+        params = reply.request.get("params") if isinstance(reply.request, dict) else None
+        args = params.get("arguments") if isinstance(params, dict) else None
+        if not isinstance(args, dict):
+            return
+        returned = self.args.values.returned
+        for key, value in args.items():
+            if is_handle_name(key) and value in returned.get(key, ()):
+                self.recorder.count(REFUSED_HANDLE + key)
+
+    def _record_operation(self, op: Operation, failure: str | None, *, counted: bool,
+                          is_error: str | None = None) -> None:
         elapsed_us = (time.perf_counter_ns() - op.started_ns + 500) // 1000
-        self.recorder.record(op.name, elapsed_us, kind=OPERATION, failure=failure, count_failure=counted)
+        self.recorder.record(op.name, elapsed_us, kind=OPERATION, failure=failure, count_failure=counted,
+                             is_error=is_error)
         self.recorder.count("mrtr_failed" if failure else "mrtr_completed")
         self.recorder.operation_closed()
         if self.fire is not None:
@@ -385,8 +412,9 @@ class Session:
         A tool answering `input_required` becomes an MRTR tool (that operation is then abandoned,
         which a server must tolerate, MRTR-17). A tool answering a JSON-RPC error (say -32021:
         it needs a capability a load user does not declare) is left out of the mix, and the
-        summary says why. A tool that needs a server-minted handle nobody has yet is not probed.
-        Recorded as setup, like discovery.
+        summary says why. A tool that needs a server-minted handle nobody has yet is not probed
+        (the catalog's order usually lets the tool that mints it go first, and its result feeds
+        the next). Recorded as setup, like discovery.
         """
         self._setup = True
         try:
@@ -400,11 +428,11 @@ class Session:
         excluded: dict[str, str] = {}
         for tool in self.catalog.tools:
             schema = tool.get("inputSchema")
-            if missing_handles(schema, self.handles):
+            if self.args.missing(tool["name"], schema):
                 continue
-            args = arguments_for(schema, self.rng, optional=False, handles=self.handles)
+            args = self.args.arguments(tool["name"], schema, self.rng, optional=False)
             reply = self._post("tools/call", {"name": tool["name"], "arguments": args}, schema)
-            self._record(f"probe tools/call {tool['name']}", reply, rpc_error_expected=True)
+            self._record(f"probe tools/call {tool['name']}", reply, rpc_error_expected=True, tool=tool["name"])
             if reply.failure is not None:
                 if reply.failure.startswith("rpc "):
                     excluded[tool["name"]] = f"{reply.failure} on a first call: {reply.detail}"[:200]
@@ -417,18 +445,25 @@ class Session:
         return mrtr, excluded
 
     def _callable(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [
+        """The tools that can be called now: not excluded, and no required handle missing (cached
+        until this user's pools change: this runs on every tools/call)."""
+        hit = self._callable_cache.get(id(tools))
+        if hit is not None and hit[0] == self.args.version:
+            return hit[1]
+        found = [
             t for t in tools
-            if t["name"] not in self.catalog.excluded and not missing_handles(t.get("inputSchema"), self.handles)
+            if t["name"] not in self.catalog.excluded and not self.args.missing(t["name"], t.get("inputSchema"))
         ]
+        self._callable_cache[id(tools)] = (self.args.version, found)
+        return found
 
     def _readable(self) -> list[str]:
-        """Resource URIs: the listed ones, plus templates whose variables are all known handles."""
+        """Resource URIs: the listed ones, plus templates whose variables all have known values."""
         uris = [r["uri"] for r in self.catalog.resources]
         for template in self.catalog.templates:
             names = _TEMPLATE_VAR.findall(template["uriTemplate"])
-            if names and all(self.handles.get(n) for n in names):
-                uris.append(_TEMPLATE_VAR.sub(lambda m: str(self.rng.choice(self.handles[m.group(1)])),
+            if names and all(self.args.by_name(n) for n in names):
+                uris.append(_TEMPLATE_VAR.sub(lambda m: str(self.rng.choice(self.args.by_name(m.group(1)))),
                                               template["uriTemplate"]))
         return uris
 
@@ -489,9 +524,9 @@ class Session:
             else:
                 tool = rng.choice(tools)
                 schema = tool.get("inputSchema")
-                args = arguments_for(schema, rng, optional=not mrtr, handles=self.handles)
+                args = self.args.arguments(tool["name"], schema, rng, optional=not mrtr)
                 self._call("tools/call", tool["name"], {"name": tool["name"], "arguments": args}, schema,
-                           intend_mrtr=mrtr)
+                           intend_mrtr=mrtr, tool=tool["name"])
                 return
         if kind == "resources/read":
             uris = self._readable()
@@ -523,18 +558,19 @@ class Session:
         *,
         intend_mrtr: bool,
         plain: str | None = None,
+        tool: str | None = None,
     ) -> None:
         started = self._origin_ns if self._origin_ns is not None else time.perf_counter_ns()
         reply = self._post(method, params, schema)
         needs_input = reply.failure is None and result_type(reply) == "input_required"
         if not (intend_mrtr or needs_input):
-            self._record(plain or f"{method} {label}", reply)
+            self._record(plain or f"{method} {label}", reply, tool=tool)
             return
-        op = Operation(method, label, params, schema, started, last_endpoint=reply.endpoint)
+        op = Operation(method, label, params, schema, started, last_endpoint=reply.endpoint, tool=tool)
         self.recorder.count("mrtr_started")
         self.recorder.count("mrtr_legs")
         self.recorder.operation_opened()
-        failure = self._record(op.leg_name(1), reply)
+        failure = self._record(op.leg_name(1), reply, tool=tool)
         self._after_leg(op, reply, failure)
 
     def _advance(self, op: Operation) -> None:
@@ -544,7 +580,7 @@ class Session:
         if reply.endpoint != op.last_endpoint:
             self.recorder.count("mrtr_cross_instance_legs")  # the retry went to another process
         op.last_endpoint = reply.endpoint
-        failure = self._record(op.leg_name(op.rounds), reply)
+        failure = self._record(op.leg_name(op.rounds), reply, tool=op.tool)
         self._after_leg(op, reply, failure)
 
     def _after_leg(self, op: Operation, reply: Reply, failure: str | None) -> None:
@@ -552,7 +588,9 @@ class Session:
             self._record_operation(op, f"leg {failure}", counted=False)
             return
         if result_type(reply) != "input_required":
-            self._record_operation(op, None, counted=True)
+            # complete: an isError final result completes the operation too (it is an answer)
+            text = _first_text(reply.result or {}) if self.last_is_error else None
+            self._record_operation(op, None, counted=True, is_error=text)
             return
         if op.rounds >= self.options.max_rounds:
             self._record_operation(op, f"mrtr over {self.options.max_rounds} rounds", counted=True)

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_tempest.fuzz.reach import MAX_DISTINCT_TEXTS, shorten
 from mcp_tempest.load.histogram import ExactHistogram
 
 # Sample categories: a "request" is one HTTP POST (a plain call or one MRTR leg) and counts
@@ -32,6 +33,8 @@ BACKLOG = "backlog"
 SETUP = "setup"
 SETUP_PREFIX = "setup "
 BACKLOG_NAME = "(arrival not sent: backlog)"
+# Counter prefix: isError answers to a call whose handle argument (by name) the server returned.
+REFUSED_HANDLE = "refused handle "
 # The kinds of samples in the overall figures (percentiles, timeline, gates, objectives).
 OVERALL_KINDS = (REQUEST, BACKLOG)
 
@@ -58,6 +61,15 @@ class NameStats:
     latency: ExactHistogram = field(default_factory=ExactHistogram)
     first_event: ExactHistogram = field(default_factory=ExactHistogram)
     failures: Counter[str] = field(default_factory=Counter)
+    # isError results: the tool ran and answered that it could not do it. An answer, not a
+    # failure of the server (a correct server refuses an unknown calendarId this way), so it is
+    # counted here, beside the failures, with its most frequent texts (fuzz/reach.py's tally).
+    is_error: int = 0
+    answers: Counter[str] = field(default_factory=Counter)
+
+    def note_answer(self, text: str, n: int = 1) -> None:
+        if text in self.answers or len(self.answers) < MAX_DISTINCT_TEXTS:
+            self.answers[text] += n
 
     @property
     def count(self) -> int:
@@ -115,9 +127,11 @@ class Recorder:
         first_event_us: int | None = None,
         count_failure: bool = True,
         raw_ns: int | None = None,
+        is_error: str | None = None,
     ) -> None:
         """One sample. `count_failure=False` marks a failure already counted where it happened
-        (an operation that failed because one of its legs did), so the run total counts it once."""
+        (an operation that failed because one of its legs did), so the run total counts it once.
+        `is_error`: the text of an isError result (the sample is an answer, not a failure)."""
         if self.closed:
             return  # the run is stopping: Locust is tearing the users down, nothing is measured
         if self.started is None:
@@ -132,6 +146,9 @@ class Recorder:
             stats.failures[failure] += 1
             if count_failure:
                 self.failures[failure] += 1
+        if is_error is not None:
+            stats.is_error += 1
+            stats.note_answer(shorten(is_error[:400]))
         if kind in OVERALL_KINDS:
             sec = int(time.time())
             second = self.timeline.get(sec)
@@ -163,6 +180,11 @@ class Recorder:
         return sum(s.count for s in self.names.values() if s.kind in (REQUEST, SETUP))
 
     @property
+    def is_error_total(self) -> int:
+        """isError results among the requests (an operation's are its final leg's, not twice)."""
+        return sum(s.is_error for s in self.names.values() if s.kind in (REQUEST, SETUP))
+
+    @property
     def failure_total(self) -> int:
         return sum(self.failures.values())
 
@@ -185,6 +207,8 @@ class Recorder:
                     "lat": s.latency.to_wire(),
                     "first": s.first_event.to_wire(),
                     "fail": dict(s.failures),
+                    "err": s.is_error,
+                    "answers": dict(s.answers),
                 }
                 for name, s in self.names.items()
                 if s.count or s.failures
@@ -213,6 +237,9 @@ class Recorder:
             stats.latency.merge(ExactHistogram.from_wire(entry.get("lat") or []))
             stats.first_event.merge(ExactHistogram.from_wire(entry.get("first") or []))
             stats.failures.update(entry.get("fail") or {})
+            stats.is_error += int(entry.get("err") or 0)
+            for text, n in (entry.get("answers") or {}).items():
+                stats.note_answer(text, int(n))
         self.failures.update(data.get("failures") or {})
         self.violations.update(data.get("violations") or {})
         for rule, example in (data.get("violation_examples") or {}).items():

@@ -17,8 +17,10 @@ from mcp_tempest.load.charts import STYLE, Chart, Series, svg
 from mcp_tempest.load.recorder import OPERATION
 from mcp_tempest.load.summary import describe_model
 
-_COLS = ("count", "failures", "rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "mean_ms")
-_HEAD = ("name", "count", "fail", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "1st event p99")
+_COLS = ("count", "failures", "is_error", "rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
+         "mean_ms")
+_HEAD = ("name", "count", "fail", "isError", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "mean",
+         "1st event p99")
 
 
 def _e(text: Any) -> str:
@@ -114,6 +116,17 @@ def render(summary: dict[str, Any]) -> str:
     failures = ("<table><tr><th>kind</th><th>count</th></tr>"
                 + "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in kinds.items()) + "</table>"
                 if kinds else "<p>none</p>")
+    answers = summary.get("answers") or []
+    is_error = ("<p>Answers, not failures: the tool ran and said it could not (a correct server refuses an "
+                "unknown handle this way). Most frequent:</p><table><tr><th>name</th><th>text</th><th>count</th></tr>"
+                + "".join(f"<tr><td>{_e(a['name'])}</td><td>{_e(a['text'])}</td><td>{a['count']}</td></tr>"
+                          for a in answers) + "</table>"
+                if summary.get("is_error") else "<p>none</p>")
+    refused = summary.get("refused_handles") or {}
+    if refused:
+        is_error += (f"<p class=\"bad\">{sum(refused.values())} of them refused a handle the server had returned to the "
+                     f"same user ({_e(', '.join(f'{k} x{n}' for k, n in refused.items()))}): deleted since, or "
+                     "instances that do not share state (SL-5)?</p>")
     rules = summary.get("violations_by_rule") or {}
     violations = "".join(f"<li><b>{_e(r)}</b> x{v['count']}: {_e(v.get('example', ''))}</li>" for r, v in rules.items())
     memory = summary.get("memory") or {}
@@ -127,7 +140,7 @@ def render(summary: dict[str, Any]) -> str:
         f"<p>{summary.get('requests', 0)} requests in {summary.get('duration_s', 0):g} s "
         f"({summary.get('rps', 0)} rps; {summary.get('setup_requests', 0)} of them setup, shown by name and "
         "not in 'all requests'), "
-        f"{summary.get('failures', 0)} failures, "
+        f"{summary.get('failures', 0)} failures, {summary.get('is_error', 0)} isError results (not failures), "
         f"{summary.get('violations', 0)} oracle violations; MRTR: {mrtr.get('operations', 0)} operations completed, "
         f"{mrtr.get('failed', 0)} failed, {mrtr.get('legs', 0)} legs, up to {mrtr.get('max_in_flight', 0)} in flight</p>",
         *(svg(c) for c in charts(summary)[:3]),
@@ -135,6 +148,7 @@ def render(summary: dict[str, Any]) -> str:
         "<h2>MRTR operations as units (first leg to complete result, ms)</h2>",
         _table(operations) if operations else "<p>no MRTR operation</p>",
         "<h2>Failures by kind</h2>", failures,
+        f"<h2>isError results ({summary.get('is_error', 0)})</h2>", is_error,
         f"<h2>Oracle violations</h2>{'<ul>' + violations + '</ul>' if violations else '<p>none</p>'}",
         # a target the harness did not start has no memory series: no empty chart for it
         f"<h2>Server memory</h2><p>{_e(mem_text)}</p>", svg(charts(summary)[3]) if memory.get("sampled") else "",

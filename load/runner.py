@@ -16,6 +16,7 @@ import contextlib
 import http.client
 import itertools
 import math
+import os
 import re
 import shlex
 import signal
@@ -119,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mrtr-tools", default="", help="comma-separated tools to use for MRTR operations")
     p.add_argument("--tools", default="", help="comma-separated tools the users may call (default: every tool)")
     p.add_argument("--seed", type=int, default=0, help="seed of the argument generators (default 0)")
+    p.add_argument("--tool-args", metavar="FILE",
+                   help="argument values per tool that no generator can guess (an account id, a path that exists): "
+                        "JSON or TOML, tool -> argument -> value or list of values, '*' for any tool, as for fuzz "
+                        "(default: [tool.mcp-tempest.tool-args] in pyproject.toml, if any)")
     p.add_argument("--raw-samples", default="", metavar="DIR",
                    help="also write every raw request sample here, one file per Locust process (benchmarks)")
     return p
@@ -215,6 +220,7 @@ def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s:
         "--mix", args.mix, "--check-every", str(args.check_every), "--mcp-timeout", f"{args.timeout:g}",
         "--mrtr-in-flight", str(args.mrtr_in_flight), "--mrtr-gap", str(args.mrtr_gap),
         "--mcp-seed", str(args.seed), "--mcp-summary", str(out / "summary.json"),
+        "--mcp-values", str(args.values_file),
         "--csv", str(out / "locust"), "--html", str(out / "locust.html"), "--only-summary",
     ]
     if args.mrtr_tools:
@@ -359,6 +365,12 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     if not 1 <= args.baseline_min_samples <= 10**9:
         raise UsageError("--baseline-min-samples must be between 1 and 10^9")
     run_s = parse_duration(args.run_time)
+    from mcp_tempest.fuzz.tool_args import ToolArgsError, load_tool_args
+
+    try:  # fuzz's loader, so that one file (or pyproject table) serves both commands
+        args.tool_args_values = load_tool_args(args.tool_args)
+    except ToolArgsError as exc:
+        raise UsageError(str(exc)) from None
     try:  # before any process starts: the Locust processes inherit them through the environment
         extra_headers.configure(args.header)
     except extra_headers.HeaderError as exc:
@@ -439,6 +451,9 @@ def _load_main(args: argparse.Namespace, run_s: float, gates: list[gates_mod.Gat
         except (validate.InputError, OSError) as exc:
             print(f"mcp-tempest load: error: {exc}", file=sys.stderr)
             return 2
+        # in the temporary directory, never under --out: tool args may hold an account id or a token
+        args.values_file = Path(tmp) / "values.json"
+        args.argument_sources = write_values(args.values_file, spec, getattr(args, "tool_args_values", {}))
         previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             return _run(args, spec, out, run_s, gates, margin, baseline)
@@ -448,6 +463,21 @@ def _load_main(args: argparse.Namespace, run_s: float, gates: list[gates_mod.Gat
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def write_values(path: Path, spec: TargetSpec, tool_args: dict[str, dict[str, list[Any]]]) -> dict[str, Any]:
+    """The users' argument pools, as the fuzz campaign builds them (strategies.value_sources): the
+    values the target is started with (an http+spawn command's `--repository /srv/repo`, and a
+    folder's first entries) and the user's tool args. Returns what the summary says of them (names
+    and counts, no values)."""
+    from mcp_tempest.fuzz.campaign import command_line_entries
+    from mcp_tempest.strategies.value_sources import ValueSources, command_line_values
+
+    command_line = command_line_entries(command_line_values(spec.argv or (), os.getcwd())) if spec.argv else []
+    values = ValueSources(command_line=command_line, user=dict(tool_args))
+    write_json(path, values.to_json())
+    return {"command_line": len(command_line),
+            "tool_args": {tool: sorted(names) for tool, names in sorted(tool_args.items())}}
 
 
 def _locust_run(args: argparse.Namespace, urls: list[str], out: Path, run_s: float, label: str, *,
@@ -572,6 +602,7 @@ def _run(
         "users": args.users if not args.rate else None, "rate": args.rate, "max_in_flight": args.max_in_flight,
         "run_time_s": run_s, "mix": args.mix, "instances": len(urls),
         "processes": args.processes, "check_every": args.check_every, "endpoints": urls,
+        "argument_sources": getattr(args, "argument_sources", {}),
     }
     if sampler is not None:
         load_start = summary.get("started_at") or t_start

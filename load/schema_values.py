@@ -2,7 +2,9 @@
 
 The fuzzer draws from schemas with Hypothesis to find edge cases; a load user wants the
 opposite: cheap, valid, boring values that exercise the server's normal path thousands of times a
-second. So this is a small deterministic generator driven by a `random.Random`, which covers the
+second, and varied ones (fuzz's `sample_value` gives one fixed value per schema; a load that
+opens the same calendar ten thousand times measures one row). So this is a small deterministic
+generator driven by a `random.Random`, which covers the
 keywords tool input schemas and elicitation forms actually use (types, required, enum/const,
 anyOf/oneOf with the Pydantic `anyOf [T, null]` idiom, formats, bounds, local `$ref`), and
 prefers a realistic value when a property name says it holds a time.
@@ -14,15 +16,14 @@ import math
 import random
 import re
 import uuid
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 _MAX_DEPTH = 6
 _TIME_WORDS = frozenset(
     {"date", "time", "datetime", "when", "start", "starts", "end", "ends", "deadline", "due", "timestamp"}
 )
-# A property that names a server-minted handle (TOOL-14): only a value the server handed out is
-# valid, so the generator uses harvested values and never invents one.
+# A property that names a server-minted handle (TOOL-14): only a value the server handed out (or
+# the user gave) is valid, so load/arguments.py never invents one (it waits, or leaves it out).
 _HANDLE_NAME = re.compile(r"(?:^id$|[a-z0-9]Id$|_id$|^ID$)")
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
@@ -31,7 +32,7 @@ def _is_null_schema(schema: Any) -> bool:
     return isinstance(schema, dict) and (schema.get("type") == "null" or schema.get("const", 1) is None)
 
 
-def _resolve(schema: Any, root: Any) -> Any:
+def resolve(schema: Any, root: Any) -> Any:
     """Follow a local `$ref` (#/$defs/X or #/definitions/X); anything else is left as it is."""
     seen = 0
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and seen < 16:
@@ -120,7 +121,7 @@ def value_for(
     """A value valid for `schema` (as far as the keywords above go)."""
     if root is None:
         root = schema
-    schema = _resolve(schema, root)
+    schema = resolve(schema, root)
     if schema is True or not isinstance(schema, dict) or not schema:
         return f"load {name}".strip() if name else "load"
     if "const" in schema:
@@ -129,13 +130,16 @@ def value_for(
     if isinstance(enum, list) and enum:
         choices = [v for v in enum if v is not None] or enum
         return rng.choice(choices)
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples:
+        return rng.choice(examples)  # the schema's own valid values (strategies.value_sources offers them too)
     for key in ("oneOf", "anyOf"):
         options = schema.get(key)
         if isinstance(options, list) and options:
-            usable = [o for o in options if not _is_null_schema(_resolve(o, root))] or options
+            usable = [o for o in options if not _is_null_schema(resolve(o, root))] or options
             # Titled single-select enums are oneOf/anyOf of consts: any of them is a valid answer.
             merged = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
-            pick = _resolve(rng.choice(usable), root)
+            pick = resolve(rng.choice(usable), root)
             if isinstance(pick, dict):
                 merged = {**merged, **pick}
             return value_for(merged, rng, name=name, root=root, optional=optional, depth=depth)
@@ -143,7 +147,7 @@ def value_for(
     if isinstance(all_of, list) and all_of:
         merged = {k: v for k, v in schema.items() if k != "allOf"}
         for part in all_of:
-            part = _resolve(part, root)
+            part = resolve(part, root)
             if isinstance(part, dict):
                 merged.update(part)
         return value_for(merged, rng, name=name, root=root, optional=optional, depth=depth)
@@ -168,7 +172,7 @@ def value_for(
 
 
 def _array(schema: dict[str, Any], rng: random.Random, name: str, root: Any, depth: int) -> list[Any]:
-    items = _resolve(schema.get("items", {}), root)
+    items = resolve(schema.get("items", {}), root)
     low = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
     high = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else low + 2
     size = max(low, min(high, low + 1))
@@ -195,16 +199,11 @@ def object_for(
     root: Any = None,
     optional: bool = True,
     depth: int = 0,
-    handles: Mapping[str, Sequence[Any]] | None = None,
 ) -> dict[str, Any]:
-    """An object with every required property, and the optional ones too when `optional`.
-
-    With `handles`, a top-level handle property (`calendarId`, `event_id`, ...) takes one of the
-    values the server handed out earlier; without one it is left out when optional.
-    """
+    """An object with every required property, and the optional ones too when `optional`."""
     if root is None:
         root = schema
-    schema = _resolve(schema, root)
+    schema = resolve(schema, root)
     if not isinstance(schema, dict):
         return {}
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
@@ -215,56 +214,11 @@ def object_for(
     for key, sub in props.items():
         if key not in required and (not optional or depth >= _MAX_DEPTH):
             continue
-        if handles is not None and is_handle_name(key):
-            known = handles.get(key)
-            if known:
-                out[key] = rng.choice(known)
-                continue
-            if key not in required:
-                continue
         out[key] = value_for(sub, rng, name=key, root=root, optional=optional, depth=depth + 1)
     for key in required:
         if key not in out:
             out[key] = f"load {key}"
     return out
-
-
-def arguments_for(
-    input_schema: Any,
-    rng: random.Random,
-    *,
-    optional: bool = True,
-    handles: Mapping[str, Sequence[Any]] | None = None,
-) -> dict[str, Any]:
-    """Tool arguments fitting `inputSchema`; `optional=False` gives only the required ones."""
-    return object_for(input_schema, rng, root=input_schema, optional=optional, handles=handles)
-
-
-def missing_handles(input_schema: Any, handles: Mapping[str, Sequence[Any]]) -> list[str]:
-    """Required handle properties for which no value has been handed out yet."""
-    if not isinstance(input_schema, dict):
-        return []
-    required = input_schema.get("required") if isinstance(input_schema.get("required"), list) else []
-    return [k for k in required if isinstance(k, str) and is_handle_name(k) and not handles.get(k)]
-
-
-def harvest_handles(value: Any, into: dict[str, list[Any]], *, keep: int = 32, depth: int = 0) -> None:
-    """Remember handle-like fields (`calendarId`: "...") found in a result's structured content."""
-    if depth > 3:
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(item, str | int) and not isinstance(item, bool) and is_handle_name(key):
-                seen = into.setdefault(key, [])
-                if item not in seen:
-                    seen.append(item)
-                    if len(seen) > keep:
-                        del seen[0]
-            elif isinstance(item, dict | list):
-                harvest_handles(item, into, keep=keep, depth=depth + 1)
-    elif isinstance(value, list):
-        for item in value[:64]:
-            harvest_handles(item, into, keep=keep, depth=depth + 1)
 
 
 def required_only_differs(input_schema: Any) -> bool:

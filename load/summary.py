@@ -13,10 +13,20 @@ from typing import Any
 
 import orjson
 
+from mcp_tempest.fuzz.reach import TOP_TEXTS, shorten
 from mcp_tempest.load.histogram import PERCENTILES, ExactHistogram
-from mcp_tempest.load.recorder import BACKLOG, OPERATION, OVERALL_KINDS, REQUEST, SETUP, Recorder
+from mcp_tempest.load.recorder import (
+    BACKLOG,
+    OPERATION,
+    OVERALL_KINDS,
+    REFUSED_HANDLE,
+    REQUEST,
+    SETUP,
+    Recorder,
+)
 
 REVISION = "2026-07-28"
+ANSWERS_KEPT = 8  # the run's most frequent isError texts kept in summary.json (per name: TOP_TEXTS)
 
 
 def _hist_entry(hist: ExactHistogram) -> dict[str, float]:
@@ -77,6 +87,9 @@ def build_summary(
         }
         if stats.failures:
             entry["failures_by_kind"] = dict(sorted(stats.failures.items()))
+        entry["is_error"] = stats.is_error
+        if stats.answers:
+            entry["answers"] = [{"text": t, "count": n} for t, n in stats.answers.most_common(TOP_TEXTS)]
         if stats.first_event.count:
             entry["first_event"] = {"count": stats.first_event.count, **_hist_entry(stats.first_event)}
         operations[name] = entry
@@ -85,6 +98,10 @@ def build_summary(
     overall = rec.merged_requests()
     overall_failures = sum(s.failure_count for s in rec.names.values() if s.kind in OVERALL_KINDS)
     setup = sum(s.count for s in rec.names.values() if s.kind == SETUP)
+    is_error = rec.is_error_total
+    # the most frequent isError texts of the run, each with the name it was answered to
+    answers = sorted(((n, name, text) for name, s in rec.names.items() if s.kind in (REQUEST, SETUP)
+                      for text, n in s.answers.items()), key=lambda a: (-a[0], a[1], a[2]))[:ANSWERS_KEPT]
     return {
         "target": target,
         "revision": REVISION,
@@ -96,8 +113,16 @@ def build_summary(
         "rps": round(requests / duration, 1),
         "operations": operations,
         "violations": sum(rec.violations.values()),
+        # isError results: answers of a tool that ran and said it could not, never failures
+        "is_error": is_error,
+        "answers": [{"name": name, "text": text, "count": n} for n, name, text in answers],
+        # of those, answers refusing a handle the server itself had returned (argument -> count)
+        "refused_handles": {k[len(REFUSED_HANDLE):]: n for k, n in sorted(counters.items())
+                            if k.startswith(REFUSED_HANDLE)},
         "model": model or {"kind": "closed"},
-        "overall": {"count": overall.count, "failures": overall_failures, **_hist_entry(overall)},
+        "overall": {"count": overall.count, "failures": overall_failures,
+                    "is_error": sum(s.is_error for s in rec.names.values() if s.kind in OVERALL_KINDS),
+                    **_hist_entry(overall)},
         "setup_requests": setup,
         "distribution": distribution(overall),
         "timeline": timeline(rec),
@@ -122,7 +147,7 @@ def build_summary(
         "responses": {
             "json": counters.get("json_responses", 0),
             "sse": counters.get("sse_responses", 0),
-            "tool_errors": counters.get("tool_errors", 0),
+            "tool_errors": is_error,
         },
         "checks": {"every": check_every, "checked": counters.get("checked", 0), "oracle": oracle},
         "mrtr_tools": sorted(rec.mrtr_tools),
@@ -179,7 +204,7 @@ def format_table(summary: dict[str, Any]) -> str:
     """The end-of-run table: one row per name, exact percentiles in milliseconds."""
     ops = summary.get("operations") or {}
     width = max([len("name"), *(len(n) for n in ops)]) + 2
-    cols = ("count", "fail", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "1st-ev p99")
+    cols = ("count", "fail", "isError", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "1st-ev p99")
     head = f"{'name':<{width}}" + "".join(f"{c:>11}" for c in cols)
     lines = [head, "-" * len(head)]
 
@@ -188,6 +213,7 @@ def format_table(summary: dict[str, Any]) -> str:
         cells = [
             str(e.get("count", 0)),
             str(e.get("failures", 0)),
+            str(e.get("is_error", 0)),
             f"{e.get('rps', 0):.1f}",
             *(_ms(e.get(k, 0.0)) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")),
             _ms(first["p99_ms"]) if first else "-",
@@ -213,6 +239,7 @@ def format_table(summary: dict[str, Any]) -> str:
     kinds = summary.get("failures_by_kind") or {}
     if kinds:
         lines.append("failures: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
+    lines.extend(describe_answers(summary))
     rules = summary.get("violations_by_rule") or {}
     if rules:
         lines.append("violations: " + ", ".join(f"{r} x{v['count']}" for r, v in rules.items()))
@@ -230,6 +257,24 @@ def format_table(summary: dict[str, Any]) -> str:
     for tool, why in excluded.items():
         lines.append(f"left out of the mix: {tool} ({why})")
     return "\n".join(lines)
+
+
+def describe_answers(summary: dict[str, Any]) -> list[str]:
+    """The isError results in words: how many, and what the tools answered most, so a run whose
+    every list_events was refused says why without being a failed run."""
+    total = summary.get("is_error") or 0
+    if not total:
+        return []
+    out = [f"isError results: {total} (answers, not failures: the tool ran and said it could not)"]
+    for a in summary.get("answers") or []:
+        out.append(f"  {a['name']} x{a['count']}: {shorten(a['text'], 100)!r}")
+    refused = summary.get("refused_handles") or {}
+    if refused:
+        which = ", ".join(f"{k} x{n}" for k, n in refused.items())
+        out.append(f"  {sum(refused.values())} of them refused a handle this server had returned to the same user "
+                   f"({which}): deleted since, or instances that do not share state (SL-5)? "
+                   "--fail-on 'refused_handles>0' fails the run on it")
+    return out
 
 
 def describe_model(model: dict[str, Any]) -> str:

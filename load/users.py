@@ -50,6 +50,7 @@ from mcp_tempest.load.operations import (
 from mcp_tempest.load.pacing import Pacer
 from mcp_tempest.load.recorder import BACKLOG, BACKLOG_NAME, Recorder
 from mcp_tempest.load.summary import build_summary, format_table, write_json
+from mcp_tempest.strategies.value_sources import ValueSources
 
 log = logging.getLogger("mcp-tempest.load")
 
@@ -122,7 +123,8 @@ class _Process:
         self.loop_seen = 0  # open model: perf_counter_ns when _watch_loop last ran
         self.watch: Any = None  # the greenlet of _watch_loop
         self.cpu_start: tuple[float, float] | None = None  # (process CPU s, wall s) at test start
-        self.shared: Any = None  # open model: the session that discovered for all (catalog, handles)
+        self.shared: Any = None  # open model: the session that discovered for all (catalog, argument values)
+        self.values: Any = None  # the run's ValueSources (command line, tool args), read once per process
         self.progress: Any = None  # the greenlet writing --mcp-progress
 
 
@@ -146,6 +148,11 @@ def _options(parser: Any) -> None:
     group.add_argument("--mrtr-tools", default="", help="comma-separated tools to use for MRTR operations")
     group.add_argument("--mcp-tools", default="", help="comma-separated tools the users may call (default: all)")
     group.add_argument("--mcp-seed", type=int, default=0, help="seed of the argument generators")
+    group.add_argument("--mcp-values", default="",
+                       help="argument value pools as JSON (ValueSources: command line, tool args), written by "
+                            "`mcp-tempest load`")
+    group.add_argument("--mcp-tool-args", default="",
+                       help="argument values per tool, JSON or TOML, as fuzz's --tool-args")
     group.add_argument("--mcp-log-level", default="", help="logLevel to send in _meta (may make servers stream SSE)")
     group.add_argument("--mcp-raw-samples", default="",
                        help="directory for every raw sample (benchmarks only)")
@@ -161,6 +168,33 @@ def _opts(environment: Any) -> Any:
     return environment.parsed_options
 
 
+class ValuesError(ValueError):
+    """An argument values file the users cannot read; one line, and the run stops (exit 2)."""
+
+
+def _values(opts: Any) -> ValueSources:
+    """The run's argument pools, read once per process: what `mcp-tempest load` wrote (the target's
+    command line, --tool-args), and under plain Locust --mcp-tool-args (fuzz's loader, so one
+    file serves both commands)."""
+    if STATE.values is not None:
+        return STATE.values
+    values = ValueSources()
+    if opts is not None and opts.mcp_values:
+        try:
+            values = ValueSources.from_json(orjson.loads(Path(opts.mcp_values).read_bytes()))
+        except (OSError, ValueError) as exc:
+            raise ValuesError(f"--mcp-values {opts.mcp_values}: {exc}") from None
+    if opts is not None and opts.mcp_tool_args:
+        from mcp_tempest.fuzz.tool_args import ToolArgsError, load_tool_args
+
+        try:
+            values.user = {**values.user, **load_tool_args(opts.mcp_tool_args)}
+        except ToolArgsError as exc:
+            raise ValuesError(str(exc)) from None
+    STATE.values = values
+    return values
+
+
 @events.init.add_listener
 def _on_init(environment: Any, **_kw: Any) -> None:
     runner = environment.runner
@@ -172,7 +206,8 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     if opts is not None:
         try:
             parse_mix(opts.mix)
-        except MixError as exc:
+            _values(opts)
+        except (MixError, ValuesError) as exc:
             sys.stderr.write(f"load: {exc}\n")
             environment.process_exit_code = 2
             if runner is not None:
@@ -429,7 +464,8 @@ class McpUser(User):
         )
         seed = (opts.mcp_seed if opts else 0) * 1_000_003 + worker * 10_007 + number
         self.session = Session(
-            http.post, STATE.recorder, options, rng=random.Random(seed), fire=self._fire, checker=STATE.checker
+            http.post, STATE.recorder, options, rng=random.Random(seed), fire=self._fire, checker=STATE.checker,
+            values=_values(opts),
         )
         self._discover()
 
@@ -447,7 +483,7 @@ class McpUser(User):
                 if STATE.shared is None:
                     self.ready = False
                     return
-            session.catalog, session.handles = STATE.shared.catalog, STATE.shared.handles
+            session.catalog, session.args = STATE.shared.catalog, STATE.shared.args
             session.set_mix()
             self.ready = True
             return

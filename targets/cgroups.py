@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 KILL_FILE: Final = "cgroup.kill"
+ROOT_PREFIX: Final = "mcp-tempest-"  # a harness's own cgroup: the prefix, then its pid
 _EMPTY_WAIT: Final = 2.0
 
 _lock = threading.Lock()
@@ -70,7 +71,7 @@ def harness_root() -> Path | None:
             return None
         parent = mount / own.lstrip("/")
         _sweep_stale(parent)
-        root = parent / f"mcp-tempest-{os.getpid()}"
+        root = parent / f"{ROOT_PREFIX}{os.getpid()}"
         try:
             root.mkdir(exist_ok=True)
         except OSError as exc:
@@ -102,9 +103,10 @@ def _sweep_stale(parent: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in parent.iterdir():
             name = entry.name
-            if not name.startswith("mcp-tempest-") or not name[13:].isdigit():
+            pid = name.removeprefix(ROOT_PREFIX)
+            if pid == name or not pid.isdigit():
                 continue
-            if Path(f"/proc/{name[13:]}").exists():
+            if Path(f"/proc/{pid}").exists():
                 continue
             _remove_root(entry)
 

@@ -15,6 +15,7 @@ the transcript that needs them).
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 import time
@@ -84,6 +85,16 @@ class Background:
                     fn()
 
 
+def coverage_env(spec: TargetSpec) -> dict[str, str] | None:
+    """The environment of a target whose code is measured (`targets.code_coverage`): the plan travels
+    to the processes, and to the fork server's zygote, in a variable; None (ours) otherwise."""
+    if not spec.coverage_rc:
+        return None
+    from mcp_tempest.targets.code_coverage import process_env
+
+    return {**os.environ, **process_env(spec.coverage_rc)}
+
+
 # --- stdio ---
 
 
@@ -93,7 +104,7 @@ class StdioEndpoint(Endpoint):
     def __init__(self, spec: TargetSpec, *, timeout: float = 10.0, spares: int = 1) -> None:
         self.spec = spec
         self.timeout = timeout
-        self._pool = StdioPool(spec, size=spares, timeout=timeout, close_grace=1.0)
+        self._pool = StdioPool(spec, size=spares, timeout=timeout, close_grace=1.0, env=coverage_env(spec))
         self._warm: StdioConnection | None = None
         self._bg = Background()
         self._closed = False
@@ -196,7 +207,7 @@ class _Spare:
     """One HTTP instance being started in a background thread."""
 
     def __init__(self, spec: TargetSpec, ready_timeout: float) -> None:
-        self.pool = SpawnPool(spec, 1, ready_timeout=ready_timeout)
+        self.pool = SpawnPool(spec, 1, ready_timeout=ready_timeout, env=coverage_env(spec))
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._start, name="mcp-tempest-spawn", daemon=True)
         self.thread.start()

@@ -71,6 +71,30 @@ def top_level_imports(path):
             names.append(node.module)
     return names
 
+# A code-coverage plan (targets/code_coverage.py): what runs here before any fork (the pre-imports
+# and what is learned later) is measured and saved here, once; each child measures only itself.
+coverage_rc = os.environ.get("MCP_TEMPEST_COVERAGE_RC", "")
+zygote_cov = None
+if coverage_rc:
+    try:
+        import coverage
+        zygote_cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
+        zygote_cov.set_option("run:sigterm", False)  # a child must not inherit a handler that saves this
+        zygote_cov.start()
+    except Exception as exc:
+        print(f"code coverage off in the fork server: {exc}", file=sys.stderr)
+        zygote_cov = coverage_rc = None
+
+def measured_here(step):
+    if zygote_cov is None:
+        return step()
+    zygote_cov.start()
+    try:
+        return step()
+    finally:
+        zygote_cov.stop()
+        zygote_cov.save()
+
 if kind == "script":
     sys.path[0] = os.path.dirname(os.path.abspath(what))
     source = what
@@ -86,6 +110,9 @@ for name in top_level_imports(source) if source else []:
         __import__(name)
     except BaseException:
         pass
+if zygote_cov is not None:
+    zygote_cov.stop()
+    zygote_cov.save()
 threads = threading.active_count()
 ctl.sendall(json.dumps({"ready": threads == 1, "threads": threads}).encode() + b"\n")
 if threads != 1:
@@ -136,6 +163,9 @@ def learn(names):
     if verdict != b"1":
         refused.update(names)
         return
+    measured_here(lambda: import_all(names))
+
+def import_all(names):
     for name in names:
         try:
             __import__(name)
@@ -184,6 +214,14 @@ def child(fds, tag, cgroup, isolate, go):
     if os.getppid() != harness:
         os._exit(137)
     code = 0
+    child_cov = None
+    if coverage_rc:  # a suffix of its own (host, pid, random): no two processes share a data file
+        try:
+            child_cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
+            child_cov.start()
+        except Exception as exc:
+            print(f"code coverage off in this process: {exc}", file=sys.stderr)
+            child_cov = None
     try:
         if kind == "script":
             sys.argv = [what, *server_args]
@@ -199,6 +237,12 @@ def child(fds, tag, cgroup, isolate, go):
         import traceback
         traceback.print_exc()
         code = 1
+    if child_cov is not None:  # os._exit below skips atexit, where coverage would save
+        try:
+            child_cov.stop()
+            child_cov.save()
+        except Exception:
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -36,6 +36,7 @@ from mcp_tempest.targets.cgroups import ServerCgroup, new_server_cgroup
 from mcp_tempest.targets.stderr_ring import StderrRing, capture, release
 
 STDERR_TAIL_BYTES: Final = 8192
+CODE_COVERAGE_VAR: Final = "MCP_TEMPEST_COVERAGE_RC"  # targets.code_coverage.RC_VAR
 _POLL_STEP: Final = 0.005
 _POLL_MAX_STEP: Final = 0.05
 
@@ -243,7 +244,8 @@ def spawn(
     The child is tagged (`ownership.TAG_VAR`), dies with the harness (parent-death signal), and
     is started from the long-lived spawner thread so that signal follows the harness, not a
     short-lived worker thread. With `isolate_network` it gets a network namespace of its own
-    (`targets.netns`)."""
+    (`targets.netns`). When the child's environment names a code-coverage plan
+    (`targets.code_coverage`), a Python command is run under coverage.py."""
     if not argv:
         raise SpawnError("empty command line")
     if gevent_patched():
@@ -254,6 +256,10 @@ def spawn(
     argv = _resolve_own_script(argv)
     tag = ownership.new_tag()
     child_env = {**(os.environ if env is None else env), ownership.TAG_VAR: tag}
+    if child_env.get(CODE_COVERAGE_VAR):  # a code-coverage plan: a Python server runs under coverage
+        from mcp_tempest.targets.code_coverage import measured
+
+        argv = measured(argv, child_env)
     cgroup = new_server_cgroup(tag)
     cgroup_fd = -1
     if cgroup is not None:

@@ -38,7 +38,8 @@ class TargetSpec:
     `argv` is the command for `stdio:` and the command template (with `{port}`) for
     `http+spawn:`; `url` is the endpoint for `http://`; `path` is the MCP endpoint path of the
     spawned instances (`/mcp` unless given); `isolate_network`: every process the harness starts
-    for it gets a network namespace of its own (`targets.netns`).
+    for it gets a network namespace of its own (`targets.netns`); `coverage_rc`: the rcfile of a
+    code-coverage plan (`targets.code_coverage`), empty when the target's code is not measured.
     """
 
     kind: TargetKind
@@ -48,6 +49,7 @@ class TargetSpec:
     path: str = DEFAULT_SPAWN_PATH
     is_default: bool = False
     isolate_network: bool = False
+    coverage_rc: str = ""
 
     @property
     def transport(self) -> Transport:

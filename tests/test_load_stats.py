@@ -12,6 +12,7 @@ import random
 import jsonschema
 import pytest
 
+from mcp_tempest.load.arguments import Arguments
 from mcp_tempest.load.gates import (
     GateError,
     compare_baseline,
@@ -23,8 +24,8 @@ from mcp_tempest.load.gates import (
 from mcp_tempest.load.histogram import ExactHistogram, nearest_rank
 from mcp_tempest.load.operations import MixError, answer_input_requests, parse_mix
 from mcp_tempest.load.recorder import OPERATION, Recorder
-from mcp_tempest.load.schema_values import arguments_for, harvest_handles, missing_handles
 from mcp_tempest.load.summary import build_summary, summary_line
+from mcp_tempest.strategies.value_sources import ValueSources
 
 
 def exact_percentile(samples: list[int], percent: float) -> int:
@@ -156,21 +157,53 @@ def test_generated_arguments_are_valid(schema: dict) -> None:
     rng = random.Random(0)
     for _ in range(50):
         for optional in (True, False):
-            args = arguments_for(schema, rng, optional=optional, handles={})
+            args = Arguments(ValueSources()).arguments("t", schema, rng, optional=optional)
             jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(args)
 
 
 def test_handles_are_harvested_and_reused_never_invented() -> None:
     schema = {"type": "object", "properties": {"calendarId": {"type": "string"}, "limit": {"type": "integer"}},
               "required": ["calendarId"]}
-    handles: dict[str, list] = {}
-    assert missing_handles(schema, handles) == ["calendarId"]
-    harvest_handles({"calendarId": "cal-7", "name": "x", "events": [{"eventId": "e1"}]}, handles)
-    assert handles == {"calendarId": ["cal-7"], "eventId": ["e1"]}
-    assert missing_handles(schema, handles) == []
-    assert arguments_for(schema, random.Random(1), handles=handles)["calendarId"] == "cal-7"
+    args = Arguments(ValueSources())
+    assert args.missing("list_events", schema) == ("calendarId",)
+    args.arguments("list_events", schema, random.Random(1))  # cached plans and known values ...
+    args.harvest("open_calendar", {"structuredContent": {"calendarId": "cal-7", "name": "x",
+                                                          "events": [{"eventId": "e1"}]}})
+    assert args.values.returned == {"calendarId": ["cal-7"], "name": ["x"], "eventId": ["e1"]}
+    assert args.missing("list_events", schema) == ()  # ... are stale once a harvest adds a value
+    assert args.arguments("list_events", schema, random.Random(1))["calendarId"] == "cal-7"
     optional = {"type": "object", "properties": {"title": {"type": "string"}, "calendarId": {"type": "string"}}}
-    assert "calendarId" not in arguments_for(optional, random.Random(1), handles={})
+    assert "calendarId" not in Arguments(ValueSources()).arguments("create_event", optional, random.Random(1))
+
+
+def test_arguments_take_the_users_values_then_the_command_line_then_what_results_returned() -> None:
+    schema = {"type": "object", "properties": {"repo_path": {"type": "string"}, "branch": {"type": "string"},
+                                               "limit": {"type": "integer", "maximum": 10},
+                                               "token": {"type": "string"}},
+              "required": ["repo_path", "branch", "limit"]}
+    base = ValueSources(command_line=["/srv/repo"], user={"git_log": {"token": ["t-1"]}, "*": {"branch": ["dev"]}})
+    args = Arguments.for_user(base)
+    got = args.arguments("git_log", schema, random.Random(3), optional=False)
+    assert got["repo_path"] == "/srv/repo" and got["branch"] == "dev" and got["token"] == "t-1"  # named: always in
+    # a JSON text answer feeds later calls too; a returned value out of the argument's bounds does not
+    args.harvest("git_status", {"content": [{"type": "text", "text": '{"limit": 500, "branch": "main"}'}]})
+    assert args.values.returned == {"limit": [500], "branch": ["main"]}
+    assert args.arguments("git_log", schema, random.Random(3))["limit"] <= 10
+    assert args.arguments("git_log", schema, random.Random(3))["branch"] == "dev"  # the user's word wins
+    assert Arguments.for_user(base).values.returned == {}  # each user's flows are its own
+
+
+def test_a_tool_whose_results_stop_adding_values_is_no_longer_harvested() -> None:
+    from mcp_tempest.load.arguments import SATURATED
+
+    args = Arguments(ValueSources())
+    for _ in range(1 + SATURATED):  # one harvest that adds, then SATURATED that add nothing
+        args.harvest("open_calendar", {"structuredContent": {"calendarId": "cal-1"}})
+    version = args.version
+    args.harvest("open_calendar", {"structuredContent": {"calendarId": "cal-2"}})
+    assert args.version == version and args.values.returned == {"calendarId": ["cal-1"]}
+    args.harvest("create_event", {"structuredContent": {"calendarId": "cal-2"}})
+    assert args.values.returned == {"calendarId": ["cal-1", "cal-2"]}
 
 
 def test_elicitation_answers_fit_the_requested_schema() -> None:

@@ -18,6 +18,7 @@ import orjson
 import psutil
 import pytest
 from reference_support import HttpServer, StdioServer, complete_mrtr_params, req
+from test_tool_body_rules import MUTANT_CHECKS
 
 from mcp_tempest.targets import wire
 from mcp_tempest.targets.mutants import MUTANTS
@@ -397,6 +398,10 @@ CHECKS: dict[str, Check] = {
     "process-description": process_description,
     "poisoned-description": poisoned_description,
 }
+
+
+# The tool-body mutants (TOOL-09, TOOL-10, TOOL-15) are checked beside their rules.
+CHECKS.update(MUTANT_CHECKS)
 
 
 def test_every_mutant_has_a_check() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair, id_may_be_unread
 from mcp_tempest.fuzz.oracle.facts import describe, id_key, is_integer, same_id_value
 from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule
+from mcp_tempest.fuzz.oracle.tool_rules import call_summary
 
 # HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
 # their optional error body has no id (HTTP-12, HTTP-13; the others are UNSPEC).
@@ -129,7 +130,8 @@ def unanswered(x: Exchange) -> list[Violation]:
             strength = "HEURISTIC"
         # A process that died is a crash to fix, silence on a live one a dropped frame: two bugs.
         reaction = "the process exited before answering" if proof else "no reply before the deadline"
-        out.append(Violation("RPC-01", strength, "request never answered", why,
+        call = call_summary(pair.method, pair.sent.params)  # which tool and input to try again
+        out.append(Violation("RPC-01", strength, "request never answered", f"{why}; {call}" if call else why,
                              pair.method, pair.index, probe=probe.mutation if probe else None,
                              probe_rule=probe.rule if probe else None, reaction=reaction))
     return out

@@ -10,7 +10,7 @@ import mcp_tempest.fuzz.oracle.cancellation  # noqa: F401  (registers CAN-04, CA
 import mcp_tempest.fuzz.oracle.http_methods  # noqa: F401  (registers SL-11)
 import mcp_tempest.fuzz.oracle.request_notifications  # noqa: F401  (registers PROG-01..03, LOG-01..02)
 import mcp_tempest.fuzz.oracle.subscriptions  # noqa: F401  (registers SUB-02..05)
-import mcp_tempest.fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-12)
+import mcp_tempest.fuzz.oracle.tool_rules  # noqa: F401  (registers TOOL-03, TOOL-06, TOOL-09, TOOL-10, TOOL-12, TOOL-15)
 from mcp_tempest.fuzz.oracle import errors, expect, framing, http, meta, mrtr, primitives, results, stdio  # noqa: F401  (registers rules)
 from mcp_tempest.fuzz.oracle.auth import refused_by_auth  # (registers AUTH-01..13)
 from mcp_tempest.fuzz.oracle.exchange import Exchange, build_exchange, dual_era_excuses

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from mcp_tempest.fuzz.oracle.model import Expectation
 from mcp_tempest.fuzz.properties.case import Binding, Case, Step
-from mcp_tempest.fuzz.properties.surface import ALL_CLIENT_CAPABILITIES, Surface, minimal_arguments
+from mcp_tempest.fuzz.properties.surface import (
+    ALL_CLIENT_CAPABILITIES,
+    Surface,
+    minimal_arguments,
+    sample_value,
+)
+from mcp_tempest.strategies.value_sources import ValueSources
 from mcp_tempest.targets import wire
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -111,16 +117,46 @@ def id_styles() -> st.SearchStrategy[str]:
 # --- target-aware valid calls ---
 
 
-def _tool_args(tool: Mapping[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+def _tool_args(tool: Mapping[str, Any], sources: ValueSources | None = None,
+               good_args: dict[str, Any] | None = None) -> st.SearchStrategy[dict[str, Any]]:
+    """A tool's arguments three ways: a call known to succeed (the surface search's) or the
+    minimal one, the schema alone, and each property drawn from the pools or its own schema."""
     schema = tool.get("inputSchema")
-    fallback = minimal_arguments(schema) or {}
+    name = str(tool.get("name"))
+    fallback = good_args or minimal_arguments(schema, tool=name, sources=sources) or {}
     try:
         from mcp_tempest.strategies.compiler import compile_schema
 
         strat = compile_schema(schema if isinstance(schema, dict) else {"type": "object"})
-        return st.one_of(st.just(fallback), strat.filter(lambda v: isinstance(v, dict)))
+        options = [st.just(fallback), strat.filter(lambda v: isinstance(v, dict))]
+        informed = _informed_args(name, schema, sources, compile_schema)
+        if informed is not None:
+            options.insert(1, informed)
+        return st.one_of(options)
     except Exception:  # noqa: BLE001 - an exotic schema must not stop the campaign
         return st.just(fallback)
+
+
+def _informed_args(tool: str, schema: Any, sources: ValueSources | None,
+                   compile_schema: Callable[[Any], st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]] | None:
+    """Each of an object schema's properties from the value pools (and the schema's own
+    boundaries) mixed with its generated values; required ones always, optional ones maybe.
+    None for a schema without plain properties (the whole-schema strategy covers it)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict) or not schema["properties"]:
+        return None
+    pools = sources if sources is not None else ValueSources()
+    required = {n for n in schema.get("required", []) or [] if isinstance(n, str)}
+    fixed: dict[str, st.SearchStrategy[Any]] = {}
+    optional: dict[str, st.SearchStrategy[Any]] = {}
+    for arg, sub in list(schema["properties"].items())[:64]:
+        if not isinstance(arg, str):
+            continue
+        try:
+            base = compile_schema(sub if isinstance(sub, dict) else {})
+        except Exception:  # noqa: BLE001 - an exotic sub-schema: its pools alone, or a sample
+            base = st.just(sample_value(sub))
+        (fixed if arg in required else optional)[arg] = pools.argument(tool, arg, sub, base)
+    return st.fixed_dictionaries(fixed, optional=optional)
 
 
 def _short_text() -> st.SearchStrategy[str]:
@@ -140,12 +176,13 @@ def surface_calls(surface: Surface, *, mrtr: bool = True) -> st.SearchStrategy[C
         if cap in offered:
             options.append(st.builds(Call, st.just(method), st.just({}), caps, st.just(wire.MODERN_VERSION), levels))
     tools = [t for t in surface.tools if isinstance(t.get("name"), str)]
+    sources = surface.sources
     if tools:
         def tool_call(tool: dict[str, Any]) -> st.SearchStrategy[Call]:
             return st.builds(
                 lambda args, c, lv, pg, t=tool: Call("tools/call", {"name": t["name"], "arguments": args}, c,
                                                      log_level=lv, input_schema=t.get("inputSchema"), progress=pg),
-                _tool_args(tool), caps, levels, PROGRESS_CHOICES,
+                _tool_args(tool, sources, surface.good_args.get(str(tool["name"]))), caps, levels, PROGRESS_CHOICES,
             )
 
         options.append(st.sampled_from(tools).flatmap(tool_call))

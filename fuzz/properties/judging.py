@@ -12,6 +12,7 @@ from typing import Any
 
 from mcp_tempest.fuzz.findings import Evidence, strength_rank
 from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.oracle.tool_rules import call_summary
 from mcp_tempest.fuzz.properties.base import Context, Property, expectations_of, violation_json
 from mcp_tempest.fuzz.properties.executor import Run
 from mcp_tempest.targets import wire
@@ -52,7 +53,8 @@ def rpc_01_target_stopped_answering(run: Run) -> list[Violation]:
     at = run.sends[steps[0]] if steps else None
     frame = run.frames.get(steps[0]) if steps else None
     method = frame.get("method") if isinstance(frame, dict) and isinstance(frame.get("method"), str) else None
-    return [Violation("RPC-01", "SHOULD", "target stopped answering", why, method, at)]
+    call = call_summary(method, frame.get("params")) if isinstance(frame, dict) else ""
+    return [Violation("RPC-01", "SHOULD", "target stopped answering", f"{why}; {call}" if call else why, method, at)]
 
 
 def answer_latencies(run: Run) -> list[tuple[int, float, float]]:

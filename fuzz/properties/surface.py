@@ -14,6 +14,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_tempest.fuzz.reach import Reach
+from mcp_tempest.strategies.value_sources import ValueSources, harvest, harvest_text
 from mcp_tempest.targets import wire
 from mcp_tempest.targets.connection import Connection
 
@@ -74,6 +76,18 @@ class Surface:
     handles: HandleFlow | None = None
     notes: list[str] = field(default_factory=list)
     withheld_tools: list[str] = field(default_factory=list)  # listed, but the tool policy forbids calling them
+    # Argument value pools (strategies.value_sources.ValueSources as JSON, so workers get it too):
+    # the target's command line, the user's --tool-args, values its results returned, its literals.
+    values: dict[str, Any] = field(default_factory=dict)
+    # fuzz.reach.Reach as JSON: how the search calls made here were answered (each tool's first call)
+    reach: dict[str, Any] = field(default_factory=dict)
+    # tool -> the arguments of its first success in the surface search: the call generation
+    # starts from (what the minimal call of a tool is, once one is known to reach its body)
+    good_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> ValueSources:
+        return ValueSources.from_json(self.values)
 
     @classmethod
     def reference(cls) -> Surface:
@@ -117,13 +131,16 @@ class _Ids:
 
 
 def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeout: float = 10.0,
-                  may_call: Any = None) -> Surface:
+                  may_call: Any = None, sources: ValueSources | None = None) -> Surface:
     """Ask a modern target what it offers; missing pieces stay empty (and are noted).
 
     `may_call(tool) -> bool` (the campaign's tool policy): tools it refuses are left out of the
-    surface before anything is called, so no property and no trigger search ever calls them."""
+    surface before anything is called, so no property and no trigger search ever calls them.
+    `sources`: argument values known before the run (command line, --tool-args); the calls made
+    here use them, and what those calls return is added to them (value flows)."""
     ids = _Ids()
     surface = Surface(versions=[version])
+    sources = sources if sources is not None else ValueSources()
 
     def call(method: str, params: dict[str, Any] | None = None, caps: dict[str, Any] | None = None) -> Any:
         msg = wire.build_request(ids(), method, params, capabilities=caps or {}, version=version)
@@ -159,19 +176,29 @@ def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeo
             surface.notes.append(f"{len(surface.withheld_tools)} tool(s) withheld by the tool policy, never called: "
                                  + ", ".join(surface.withheld_tools[:10]))
     surface.handles = _handle_flow(surface.tools)
-    surface.triggers = _find_triggers(surface, call)
+    surface.values = sources.to_json()
+    reach = Reach()
+    surface.triggers = _find_triggers(surface, call, sources, reach)
+    _reach_search(surface, call, sources, reach)
+    surface.values = sources.to_json()
+    surface.reach = reach.to_json()
     if not surface.triggers:
         surface.notes.append("no call answered input_required: MRTR properties exercise only refusals")
     return surface
 
 
-def _find_triggers(surface: Surface, call: Any) -> list[MrtrTrigger]:
-    """Try each tool (minimal arguments) and prompt with every capability declared; keep those
-    that answer input_required, with the capabilities their first round asked for."""
+#: Tools the surface search calls once each (to find MRTR triggers and harvest returned values).
+SEARCH_TOOLS = 50
+
+
+def _find_triggers(surface: Surface, call: Any, sources: ValueSources, reach: Reach) -> list[MrtrTrigger]:
+    """Try each tool (minimal arguments, informed by `sources`) and prompt with every capability
+    declared; keep those that answer input_required, with the capabilities their first round
+    asked for. What the tools return feeds `sources` (a later call's argument of the same name)."""
     found: list[MrtrTrigger] = []
     candidates: list[tuple[str, dict[str, Any]]] = []
-    for tool in surface.tools[:20]:
-        args = minimal_arguments(tool.get("inputSchema"))
+    for tool in surface.tools[:SEARCH_TOOLS]:
+        args = minimal_arguments(tool.get("inputSchema"), tool=str(tool.get("name")), sources=sources)
         if args is not None and isinstance(tool.get("name"), str):
             candidates.append(("tools/call", {"name": tool["name"], "arguments": args}))
     for prompt in surface.prompts[:10]:
@@ -182,18 +209,123 @@ def _find_triggers(surface: Surface, call: Any) -> list[MrtrTrigger]:
     for resource in surface.resources[:10]:
         if isinstance(resource.get("uri"), str):
             candidates.append(("resources/read", {"uri": resource["uri"]}))
+    listed = frozenset(str(t.get("name")) for t in surface.tools)
     for method, params in candidates:
         with contextlib.suppress(Exception):
             reply = call(method, params, ALL_CLIENT_CAPABILITIES)
             result = reply.get("result") if isinstance(reply, dict) else None
+            if method == "tools/call":
+                reach.add_answer(params["name"], params["arguments"], reply, listed,
+                                 attribute=lambda tool, args: _attribute(surface, sources, tool, args))
+            if method == "tools/call" and isinstance(result, dict) and result.get("isError") is not True:
+                harvest_result(result, sources)
+                if result.get("resultType") != "input_required":
+                    surface.good_args.setdefault(params["name"], dict(params["arguments"]))
             if isinstance(result, dict) and result.get("resultType") == "input_required":
                 requests = result.get("inputRequests") if isinstance(result.get("inputRequests"), dict) else {}
                 kinds = sorted({r.get("method") for r in requests.values()
                                 if isinstance(r, dict) and isinstance(r.get("method"), str)})
                 found.append(MrtrTrigger(method, params, capabilities_for(kinds), kinds))
-        if len(found) >= 4:
-            break
-    return found
+    return found[:4]
+
+
+#: The reach search: informed argument combinations tried on each tool that has not succeeded yet,
+#: in passes (a success's returned values can open another tool), bounded in calls and time.
+SEARCH_TRIES_PER_TOOL = 24
+SEARCH_TRIES = 400
+SEARCH_SECONDS = 30.0
+SEARCH_VALUES_PER_ARG = 8
+SEARCH_PASSES = 2
+
+
+def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Reach) -> None:
+    """Give every tool its best shot before the campaign: combinations of the pools' values for
+    its arguments, the most specific first, until one succeeds. A tool whose search call went
+    unanswered is not tried again; two such tools end the search (a hanging server)."""
+    import time
+
+    listed = frozenset(str(t.get("name")) for t in surface.tools)
+    triggers = {t.params.get("name") for t in surface.triggers}
+    deadline = time.monotonic() + SEARCH_SECONDS
+    budget, silent = SEARCH_TRIES, 0
+    for _ in range(SEARCH_PASSES):
+        progress = False
+        for tool in surface.tools[:SEARCH_TOOLS]:
+            name = tool.get("name")
+            if not isinstance(name, str) or name in surface.good_args or name in triggers:
+                continue
+            for args in _combinations(name, tool.get("inputSchema"), sources)[:SEARCH_TRIES_PER_TOOL]:
+                if budget <= 0 or silent >= 2 or time.monotonic() > deadline:
+                    return
+                budget -= 1
+                try:
+                    reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
+                except Exception:  # noqa: BLE001 - no answer: this tool is left to the campaign
+                    reach.add_answer(name, args, None, listed)
+                    silent += 1
+                    break
+                reach.add_answer(name, args, reply, listed, attribute=lambda tl, a: _attribute(surface, sources, tl, a))
+                result = reply.get("result") if isinstance(reply, dict) else None
+                if isinstance(result, dict) and result.get("isError") is not True \
+                        and result.get("resultType") != "input_required":
+                    surface.good_args[name] = args
+                    harvest_result(result, sources)
+                    progress = True
+                    break
+        if not progress:
+            return
+
+
+def _attribute(surface: Surface, sources: ValueSources, tool: str, arguments: dict[str, Any]) -> str:
+    schema = (surface.tool(tool) or {}).get("inputSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return sources.attribute(tool, arguments, props if isinstance(props, dict) else None, plain=sample_value)
+
+
+def _combinations(tool: str, schema: Any, sources: ValueSources) -> list[dict[str, Any]]:
+    """Argument sets for a tool from the pools: each required argument's candidates in source
+    order (plus a plain sample), combined by increasing rank, so the first tries use every
+    argument's most specific value and later ones vary one or two of them."""
+    if not isinstance(schema, dict):
+        return []
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    names = [n for n in schema.get("required", []) or [] if isinstance(n, str)]
+    names += [n for scope in (tool, "*") for n in sources.user.get(scope, {}) if n in props and n not in names]
+    choices: list[list[Any]] = []
+    for name in names:
+        sub = props.get(name, {})
+        values: list[Any] = []
+        for _source, value in sources.candidates(tool, name, sub):
+            if value not in values:
+                values.append(value)
+        plain = sample_value(sub)
+        if plain is not _NO_VALUE and plain not in values:
+            values.append(plain)
+        if not values:
+            return []
+        choices.append(values[:SEARCH_VALUES_PER_ARG])
+    if not choices:
+        return []
+    ranked = sorted(itertools.product(*(range(len(c)) for c in choices)), key=lambda idx: (sum(idx), idx))
+    return [{n: choices[k][i] for k, (n, i) in enumerate(zip(names, idx, strict=True))}
+            for idx in ranked[: SEARCH_TRIES_PER_TOOL]]
+
+
+def harvest_result(result: dict[str, Any], sources: ValueSources) -> None:
+    """A tool result's values into the returned pool: its structuredContent, and text content
+    that is itself JSON (many servers serialise their structured answer into a text block)."""
+    import orjson
+
+    if "structuredContent" in result:
+        harvest(result["structuredContent"], sources.returned)
+    for block in result.get("content") or []:
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and text[:1] in "{[" and len(text) < 1_000_000:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                harvest(orjson.loads(text), sources.returned)
+                continue
+        if isinstance(text, str):
+            harvest_text(text, sources.returned_text)
 
 
 def capabilities_for(kinds: list[str]) -> dict[str, Any]:
@@ -209,18 +341,25 @@ def capabilities_for(kinds: list[str]) -> dict[str, Any]:
     return caps or dict(ALL_CLIENT_CAPABILITIES)
 
 
-def minimal_arguments(schema: Any) -> dict[str, Any] | None:
-    """Arguments that satisfy the required properties of a simple object schema, or None."""
+def minimal_arguments(schema: Any, *, tool: str = "", sources: ValueSources | None = None) -> dict[str, Any] | None:
+    """Arguments that satisfy the required properties of a simple object schema, or None; a value
+    the user, the command line or an earlier result gave for an argument is preferred."""
     if not isinstance(schema, dict):
         return {}
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     out: dict[str, Any] = {}
     for name in schema.get("required", []) or []:
         sub = props.get(name, {})
-        value = sample_value(sub)
+        known = sources.preferred(tool, name, sub) if sources is not None else None
+        value = known if known is not None else sample_value(sub)
         if value is _NO_VALUE:
             return None
         out[name] = value
+    if sources is not None:  # what the user named for this tool goes in, required or not
+        for scope in (tool, "*"):
+            for name, values in sources.user.get(scope, {}).items():
+                if values and name in props and name not in out:
+                    out[name] = values[0]
     return out
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from mcp_tempest.fuzz.properties.base import Context, Probe, Property
-from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.properties.case import Binding, Case, Step
 from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
-from mcp_tempest.fuzz.properties.surface import Surface, minimal_arguments
+from mcp_tempest.fuzz.properties.surface import MAX_PAGES, Surface, minimal_arguments
 from mcp_tempest.targets import wire
 from mcp_tempest.targets.transports import transport_named
 
@@ -94,6 +94,51 @@ def listen_filter(surface: Surface) -> dict[str, Any]:
     return {"toolsListChanged": True, **({"resourceSubscriptions": uris} if uris else {})}
 
 
+# Tool-call probes (DIGEST 9.1): the oracle judges a call against the tools the same transcript
+# listed (TOOL-09, TOOL-10), so each lists every page first, then calls.
+UNKNOWN_TOOL_PROBE = ("unknown-tool", "TOOL-09")
+TOOLS_AFTER_LIST_PROBE = ("tools-after-list", "TOOL-10")
+UNKNOWN_TOOL_NAME = "tempest-no-such-tool"
+MAX_PROBED_TOOLS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class AfterList:
+    """List the tools, following nextCursor for up to `pages` pages (a page past the last one is
+    skipped: its cursor binding finds none), then send `calls`."""
+
+    pages: int
+    calls: tuple[Call, ...]
+
+
+def _pages(surface: Surface) -> int:
+    """Enough tools/list steps to reach the last page: at most one per tool, plus an empty last page."""
+    return max(1, min(MAX_PAGES, len(surface.tools) + len(surface.withheld_tools) + 1))
+
+
+def unknown_tool(surface: Surface) -> AfterList:
+    """A call of a tool the target does not list (DIGEST TOOL-09: a JSON-RPC error, not a result)."""
+    known = {t.get("name") for t in surface.tools} | set(surface.withheld_tools)
+    name = UNKNOWN_TOOL_NAME
+    while name in known:
+        name += "-x"
+    return AfterList(_pages(surface), (Call("tools/call", {"name": name, "arguments": {}}),))
+
+
+def tools_after_list(surface: Surface) -> AfterList | None:
+    """Each listed tool (up to MAX_PROBED_TOOLS, MRTR triggers left to the mrtr property) called
+    once with the minimal arguments its inputSchema accepts: a tool that fails on them must say so
+    in an isError result (TOOL-10). None when no tool has arguments we can make."""
+    triggers = {t.params.get("name") for t in surface.triggers}
+    calls = []
+    for tool in surface.tools:
+        name = tool.get("name")
+        args = minimal_arguments(tool.get("inputSchema"))
+        if isinstance(name, str) and name not in triggers and args is not None:
+            calls.append(Call("tools/call", {"name": name, "arguments": args}, input_schema=tool.get("inputSchema")))
+    return AfterList(_pages(surface), tuple(calls[:MAX_PROBED_TOOLS])) if calls else None
+
+
 LISTEN_PROBE = ("listen-then-cancel", "SUB-03")
 SHUTDOWN_PROBE = ("listen-then-shutdown", "SUB-08")
 
@@ -102,17 +147,30 @@ class ValidProperty(Property):
     name = "valid"
     title = "every valid frame is answered as the spec says"
     fresh_per_example = 0
-    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES) + 2
+    coverage_batch = len(NOTIFICATION_PROBES) + len(CANCEL_PROBES) + 4
 
     def coverage(self, ctx: Context) -> list[Probe]:
         """Each notification probe once: the same call with and without a progressToken (of
-        both types) and logLevel, so PROG-* and LOG-* are exercised on every campaign."""
+        both types) and logLevel, so PROG-* and LOG-* are exercised on every campaign; and the
+        tool-call probes, which list the tools before calling, since TOOL-09 and TOOL-10 judge a
+        call only against a listing in the same transcript."""
         base = probe_call(ctx.surface)
         probes = []
         for name, (rule, progress, level) in NOTIFICATION_PROBES.items():
             call = Call(base.method, base.params, base.capabilities, log_level=level,
                         input_schema=base.input_schema, progress=progress)
             probes.append(Probe(name, rule, self._build("int", [call]), parts=call))
+        # Before the cancellations: a notification carries no protocolVersion, and after one a
+        # dual-era stdio server may serve the process by 2025-era rules (VER-05), which excuses
+        # the modern-only TOOL-09/TOOL-10 on everything that follows it in the combined case.
+        tools = "tools" in (ctx.surface.capabilities or {}) or bool(ctx.surface.tools)
+        for (name, rule), after in ((UNKNOWN_TOOL_PROBE, unknown_tool(ctx.surface)),
+                                    (TOOLS_AFTER_LIST_PROBE, tools_after_list(ctx.surface))):
+            if not tools or after is None:
+                probes.append(Probe(name, rule, None, "the target offers no tools" if not tools
+                                    else "no listed tool has arguments the harness can make"))
+            else:
+                probes.append(Probe(name, rule, self._build("int", [after]), parts=after))
         for name, (rule, in_flight) in CANCEL_PROBES.items():
             if not transport_named(ctx.transport).line_framed:
                 probes.append(Probe(name, rule, None, "on HTTP a client cancels by closing the stream (CAN-02)"))
@@ -169,6 +227,13 @@ class ValidProperty(Property):
                                input_schema=item.call.input_schema))
                 b.add(Step(proc=0, frame=wire.build_notification("notifications/cancelled", {
                     "requestId": rid, "reason": "tempest cancellation probe"}), wait="none", label="cancel"))
+            elif isinstance(item, AfterList):
+                page = b.call(0, Call("tools/list"), label="tools/list (page 1)")
+                for n in range(2, item.pages + 1):
+                    page = b.call(0, Call("tools/list", {"cursor": ""}), label=f"tools/list (page {n})",
+                                  bind=[Binding(("params", "cursor"), page, ("result", "nextCursor"))])
+                for call in item.calls:
+                    b.call(0, call)
             elif isinstance(item, Call):
                 b.call(0, item)
             elif "id" in item:

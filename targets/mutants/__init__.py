@@ -24,8 +24,10 @@ class Mutant:
     transport: Literal["any", "stdio", "http"]
     description: str
     # What finds it: a fuzz campaign, a load run (tests/test_load_mutants.py) or `mcp-tempest catalogue`
-    # (tests/test_catalogue.py). `found_by(command)` lists each command's share.
-    found_by: Literal["fuzz", "load", "catalogue"] = "fuzz"
+    # (tests/test_catalogue.py). `found_by(command)` lists each command's share. "reach": a fuzz
+    # campaign too, but on a server started with `--workspace DIR` (its tool exists only there) and
+    # only through the argument values the surface search collects (tests/test_reach_mutants.py).
+    found_by: Literal["fuzz", "load", "catalogue", "reach"] = "fuzz"
 
     @property
     def needs_auth(self) -> bool:
@@ -82,6 +84,12 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "tools/list also lists a tool named `echo text` (a space is not allowed in a tool name)"),
     Mutant("structured-without-text", ("TOOL-12",), "any",
            "tool results with structuredContent carry no TextContent block (content is empty)"),
+    Mutant("optional-argument-required", ("TOOL-10",), "any",
+           "list_events reads its optional `limit` as if required: a valid call without it raises, answered -32603"),
+    Mutant("unknown-tool-is-error", ("TOOL-09",), "any",
+           "tools/call of a tool the server does not have is answered with an isError result instead of -32602"),
+    Mutant("traceback-in-error", ("TOOL-15",), "any",
+           "a tool's execution error (isError) carries the Python traceback of the exception as its text"),
     Mutant("progress-without-token", ("PROG-01",), "any",
            "tools/call reports progress under the request id when the request sent no progressToken"),
     Mutant("progress-not-increasing", ("PROG-02",), "any",
@@ -123,6 +131,18 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "the echo tool's description hides a zero-width and a bidi character, an <IMPORTANT> block telling "
            "the model to call another server's send_email tool without telling the user, and an ANSI escape",
            "catalogue"),
+    Mutant("read-note-mtime-ns", ("TOOL-10",), "any",
+           "with --workspace: read_note formats a note's st_mtime_ns as if it were seconds, so reading any path "
+           "inside the workspace fails with -32603 (paths outside are refused first)", "reach"),
+    Mutant("note-template-placeholder", ("TOOL-10",), "any",
+           "with --workspace: note_template's \"agenda\" kind has a placeholder nothing fills, so that one "
+           "value of a plain string argument fails with -32603", "reach"),
+    Mutant("search-query-off-by-one", ("TOOL-10",), "any",
+           "with --workspace: search_notes' index key holds one character fewer than the schema's maxLength, "
+           "so a query of exactly maxLength characters fails with -32603", "reach"),
+    Mutant("export-path-object", ("TOOL-10",), "any",
+           "with --workspace: export_calendar puts a pathlib.Path in its result, so exporting a calendar that "
+           "exists (a calendarId open_calendar returned) fails with -32603", "reach"),
 )
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in _ALL}
@@ -141,7 +161,7 @@ def parse_bugs(names: Iterable[str]) -> frozenset[str]:
     return chosen
 
 
-def found_by(command: Literal["fuzz", "load", "catalogue"]) -> list[str]:
+def found_by(command: Literal["fuzz", "load", "catalogue", "reach"]) -> list[str]:
     """The mutants `command` is the one to find, in registry order: the one place a test that runs
     every mutant through one command learns which are its own."""
     return [m.name for m in _ALL if m.found_by == command]

@@ -138,9 +138,59 @@ TOOLS: Final[list[dict[str, Any]]] = [
     },
 ]
 
+# Served only by a server started with `--workspace DIR`, after TOOLS: the default catalogue (and
+# what README and the catalogue tests count) stays the calendar's. They exist so that mutants can
+# hide a bug behind a value no schema names: a folder's files, a handle, a word, a length limit.
+SEARCH_QUERY_MAX: Final = 64
+WORKSPACE_TOOLS: Final[list[dict[str, Any]]] = [
+    {
+        "name": "read_note",
+        "title": "Read note",
+        "description": "Read a note (a UTF-8 file) of the workspace, or list a folder of it. path is absolute.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 1024}},
+            "required": ["path"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "search_notes",
+        "title": "Search notes",
+        "description": "Lines of the workspace's notes that contain the query (case-insensitive).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "maxLength": SEARCH_QUERY_MAX}},
+            "required": ["query"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "note_template",
+        "title": "Note template",
+        "description": "The skeleton of a new note of one kind.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"kind": {"type": "string", "minLength": 1, "maxLength": 40}},
+            "required": ["kind"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "export_calendar",
+        "title": "Export calendar",
+        "description": "Write a calendar's events (calendarId from open_calendar) as JSON into the workspace.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"calendarId": {"type": "string", "minLength": 1, "maxLength": 100}},
+            "required": ["calendarId"],
+        },
+    },
+]
+
 # Header name -> argument path, per tool, for the Mcp-Param-* checks (DIGEST 7.2, HDR-08).
 TOOL_HEADER_PATHS: Final[dict[str, dict[str, tuple[str, ...]]]] = {
-    t["name"]: param_header_paths(t["inputSchema"]) for t in TOOLS
+    t["name"]: param_header_paths(t["inputSchema"]) for t in TOOLS + WORKSPACE_TOOLS
 }
 
 # What the catalogue mutants put into the `echo` tool (found by `mcp-tempest catalogue`).

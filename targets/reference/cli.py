@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from mcp_tempest.targets import validate
@@ -38,6 +39,9 @@ def _parser() -> _Parser:
     parser.add_argument("--auth-issuer", default=None, metavar="URL",
                         help="HTTP: be an OAuth resource server trusting this loopback issuer (its RFC 8414 "
                              "metadata and JWKS); every request then needs a valid Bearer token of scope mcp")
+    parser.add_argument("--workspace", default=None, metavar="DIR",
+                        help="also serve the notes of this folder (tools read_note, search_notes, note_template, "
+                             "export_calendar); without it the catalogue is the calendar's alone")
     return parser
 
 
@@ -61,10 +65,14 @@ def serve_main(argv: list[str]) -> int:
     except validate.InputError as exc:
         print(f"mcp-tempest serve: error: {exc}", file=sys.stderr)
         return 2
+    if args.workspace is not None and not Path(args.workspace).is_dir():
+        print(f"mcp-tempest serve: error: --workspace {args.workspace}: not a folder", file=sys.stderr)
+        return 2
     from mcp_tempest.targets.reference.core import build_core
 
     try:
-        core = build_core(args.db or default_db_path(), bugs=bugs, state_ttl_s=args.state_ttl)
+        core = build_core(args.db or default_db_path(), bugs=bugs, state_ttl_s=args.state_ttl,
+                          workspace=Path(args.workspace) if args.workspace is not None else None)
     except (OSError, sqlite3.Error) as exc:
         print(f"mcp-tempest serve: error: cannot open store {args.db or default_db_path()}: {exc}",
               file=sys.stderr)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import re
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,14 @@ _CATALOGUE_BUGS: Final = frozenset({"catalogue-drift", "process-description", "p
 _STARTED_NS: Final = time.time_ns()  # process-description: a value no two processes share
 
 
+def _traceback_of(text: str) -> str:
+    """What a handler that reports `traceback.format_exc()` sends: the traceback-in-error mutant's text."""
+    try:
+        raise ValueError(text)
+    except ValueError:
+        return traceback.format_exc()
+
+
 def _b64e(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
 
@@ -170,9 +179,14 @@ class Core:
     """The reference server's protocol engine; one per process, shared by all its connections."""
 
     def __init__(self, store: Store, *, bugs: frozenset[str] = frozenset(),
-                 state_ttl_s: float = 600.0) -> None:
+                 state_ttl_s: float = 600.0, workspace: Path | None = None) -> None:
         self.store = store
         self.bugs = bugs
+        # --workspace: a folder whose notes the workspace tools serve (None: those tools do not exist)
+        self.workspace = workspace.resolve() if workspace is not None else None
+        self._tools = catalog.TOOLS + catalog.WORKSPACE_TOOLS if workspace is not None else catalog.TOOLS
+        self._tool_functions = ({**tools.TOOL_FUNCTIONS, **tools.WORKSPACE_FUNCTIONS} if workspace is not None
+                                else tools.TOOL_FUNCTIONS)
         self.hub = Hub(store)
         if "memory-request-state" in bugs:
             self.states: StateSealer | MemoryStateBook = MemoryStateBook(state_ttl_s)
@@ -421,7 +435,7 @@ class Core:
             # The bug: load shedding on a method that may not return input_required (MRTR-01).
             return {"resultType": "input_required",
                     "requestState": self.states.seal("tools/list", "", None)}
-        all_tools = catalog.TOOLS + [catalog.UNDO_TOOL] if self._called_tool else catalog.TOOLS
+        all_tools = self._tools + [catalog.UNDO_TOOL] if self._called_tool else self._tools
         start = 0
         if "cursor" in ctx.params:
             start = self._tools_offset(ctx.params["cursor"], len(all_tools))
@@ -471,8 +485,10 @@ class Core:
         name = ctx.params.get("name")
         if type(name) is not str:
             raise RpcError(INVALID_PARAMS, "Invalid params: name must be a string")
-        fn = tools.TOOL_FUNCTIONS.get(name)
+        fn = self._tool_functions.get(name)
         if fn is None:
+            if "unknown-tool-is-error" in self.bugs:  # the mutant: "not found" as a tool's failure (TOOL-09)
+                return tools.tool_error(f"Unknown tool: {name}")
             raise RpcError(INVALID_PARAMS, "Invalid params: unknown tool", _echo("name", name))
         args = ctx.params.get("arguments", {})
         if type(args) is not dict:
@@ -481,6 +497,9 @@ class Core:
             self._called_tool = True
         ctx.progress(1, 2)  # a tool call is the one long-running operation here: started
         result = fn(self, ctx, args)
+        if "traceback-in-error" in self.bugs and result.get("isError") is True:
+            # the mutant: the execution error's text is the traceback of the exception (TOOL-15)
+            result = tools.tool_error(_traceback_of(str(result["content"][0]["text"])))
         if "structured-without-text" in self.bugs and "structuredContent" in result:
             # the mutant: structuredContent with no text block at all (TOOL-12)
             result = {**result, "content": []}
@@ -579,7 +598,8 @@ class Core:
         return uri.startswith(prefix) and self.store.calendar_exists(uri[len(prefix):])
 
 
-def build_core(db: str | Path, *, bugs: frozenset[str] = frozenset(), state_ttl_s: float = 600.0) -> Core:
+def build_core(db: str | Path, *, bugs: frozenset[str] = frozenset(), state_ttl_s: float = 600.0,
+               workspace: Path | None = None) -> Core:
     """A Core on the store at `db`, with the mutant bugs named in `bugs` switched on."""
     store = MemoryStore(db) if "memory-store" in bugs else Store(db)
-    return Core(store, bugs=bugs, state_ttl_s=state_ttl_s)
+    return Core(store, bugs=bugs, state_ttl_s=state_ttl_s, workspace=workspace)

@@ -8,12 +8,15 @@ capability is a protocol error (-32021, META-05 / MRTR-08), raised as RpcError.
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
+from mcp_tempest.targets.reference.catalog import SEARCH_QUERY_MAX
 from mcp_tempest.targets.reference.errors import RpcError
 from mcp_tempest.targets.reference.store import CHAPTER_CALENDAR_ID, ReplayError
 from mcp_tempest.targets.wire import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY
@@ -171,6 +174,10 @@ def create_event(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def list_events(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
+    if "optional-argument-required" in ctx.bugs:
+        # The mutant (TOOL-10): the optional `limit` read as if required, so a call without it
+        # raises KeyError, which the dispatcher answers -32603 instead of a result.
+        args["limit"]  # noqa: B018 - the bug is this lookup
     calendar_id = args.get("calendarId")
     if not isinstance(calendar_id, str) or not core.store.calendar_exists(calendar_id):
         return tool_error("unknown calendarId; call open_calendar first")
@@ -214,6 +221,131 @@ def fixture_logging_tool(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str
     ctx.log("warning", "logging fixture halfway")
     ctx.log("error", "logging fixture done")
     return text_result("logged")
+
+
+# --- workspace tools (only with --workspace DIR) ---
+#
+# Each refuses what it cannot serve with an isError result; the one-bug mutants of these tools fail
+# only past those refusals, on a value no schema names (see targets/mutants).
+
+MAX_NOTE_BYTES: Final = 1 << 20
+MAX_ENTRIES: Final = 100
+MAX_MATCHES: Final = 50
+_NOTE_TEMPLATES: Final[dict[str, str]] = {
+    "agenda": "# {title}\n\n## Topics\n- \n\n## Decisions\n- \n",
+    "minutes": "# {title}\n\nPresent: \n\n## Notes\n- \n",
+    "retro": "# {title}\n\n## Went well\n- \n\n## To change\n- \n",
+}
+# The note-template-placeholder mutant's agenda: a placeholder nobody fills.
+_DATED_AGENDA: Final = "# {title} ({date})\n\n## Topics\n- \n\n## Decisions\n- \n"
+
+
+def _modified(info: Any, bugs: frozenset[str]) -> str:
+    if "read-note-mtime-ns" in bugs:
+        # the mutant: nanoseconds taken for seconds; datetime refuses a year that far away
+        return datetime.fromtimestamp(info.st_mtime_ns, UTC).isoformat()
+    return datetime.fromtimestamp(info.st_mtime, UTC).isoformat()
+
+
+def _notes(root: Path) -> list[Path]:
+    """The workspace's own notes: visible regular files directly in it, by name."""
+    try:
+        return sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.is_file())[:MAX_ENTRIES]
+    except OSError:
+        return []
+
+
+def _note_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_NOTE_BYTES:
+            return None
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_note(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
+    raw = _string_arg(args, "path", 1024)
+    root = core.workspace
+    if raw is None or root is None:
+        return tool_error("path must be a string of 1 to 1024 characters")
+    if not raw.startswith("/"):
+        return tool_error("path must be absolute: a note or folder inside the workspace")
+    try:
+        path = Path(raw).resolve()
+        inside = path.is_relative_to(root)
+        info = path.stat() if inside else None
+    except (OSError, ValueError, RuntimeError):
+        return tool_error(f"no such note: {raw}")
+    if info is None:
+        return tool_error(f"{raw} is outside the workspace")
+    modified = _modified(info, ctx.bugs)
+    if stat.S_ISDIR(info.st_mode):
+        try:
+            entries = sorted(e.name for e in path.iterdir() if not e.name.startswith("."))[:MAX_ENTRIES]
+        except OSError:
+            return tool_error(f"cannot list {raw}")
+        return structured_result({"path": str(path), "modified": modified, "entries": entries})
+    text = _note_text(path) if stat.S_ISREG(info.st_mode) else None
+    if text is None:
+        return tool_error(f"{raw} is not a UTF-8 note of at most {MAX_NOTE_BYTES} bytes")
+    return structured_result({"path": str(path), "modified": modified, "text": text})
+
+
+def _query_key(query: str, bugs: frozenset[str]) -> str:
+    """The search index keys a query in a fixed-width field of SEARCH_QUERY_MAX characters."""
+    # the search-query-off-by-one mutant sized the field with room for a terminator
+    width = SEARCH_QUERY_MAX - 1 if "search-query-off-by-one" in bugs else SEARCH_QUERY_MAX
+    if len(query) > width:
+        raise ValueError(f"a query of {len(query)} characters does not fit the index")
+    return query.casefold().ljust(width)
+
+
+def search_notes(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
+    query = args.get("query")
+    if not isinstance(query, str) or len(query) > SEARCH_QUERY_MAX or core.workspace is None:
+        return tool_error(f"query must be a string of at most {SEARCH_QUERY_MAX} characters")
+    wanted = _query_key(query, ctx.bugs).rstrip(" ")  # trailing blanks of a query are not searched for
+    matches: list[dict[str, Any]] = []
+    for note in _notes(core.workspace):
+        for number, line in enumerate((_note_text(note) or "").splitlines(), 1):
+            if wanted in line.casefold() and len(matches) < MAX_MATCHES:
+                matches.append({"note": note.name, "line": number, "text": line[:200]})
+    return structured_result({"matches": matches})
+
+
+def note_template(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
+    kind = _string_arg(args, "kind", 40)
+    template = _NOTE_TEMPLATES.get(kind) if kind is not None else None
+    if kind is None or template is None:
+        return tool_error("unknown kind of note")
+    if kind == "agenda" and "note-template-placeholder" in ctx.bugs:
+        template = _DATED_AGENDA
+    return text_result(template.format(title=f"New {kind}"))
+
+
+def export_calendar(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
+    calendar_id = args.get("calendarId")
+    root = core.workspace
+    if not isinstance(calendar_id, str) or root is None or not core.store.calendar_exists(calendar_id):
+        return tool_error("unknown calendarId; call open_calendar first")
+    events = core.store.list_events(calendar_id, 100)
+    target = root / ("calendar-" + re.sub(r"[^A-Za-z0-9_-]", "_", calendar_id) + ".json")
+    try:
+        target.write_bytes(orjson.dumps({"calendarId": calendar_id, "events": events}))
+    except OSError as exc:
+        return tool_error(f"cannot write the export: {exc.strerror or exc}")
+    # the export-path-object mutant returns the Path itself, which no JSON encoder takes
+    where: Any = target if "export-path-object" in ctx.bugs else str(target)
+    return structured_result({"calendarId": calendar_id, "path": where, "events": len(events)})
+
+
+WORKSPACE_FUNCTIONS: Final[dict[str, ToolFn]] = {
+    "read_note": read_note,
+    "search_notes": search_notes,
+    "note_template": note_template,
+    "export_calendar": export_calendar,
+}
 
 
 TOOL_FUNCTIONS: Final[dict[str, ToolFn]] = {
