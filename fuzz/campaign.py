@@ -46,6 +46,7 @@ from mcp_tempest.fuzz.hypothesis_compat import (
     ExampleDatabase,
     choices_to_bytes,
     current_build_context,
+    draw_from_choices,
     encode_failure,
     end_generation,
     running_phase,
@@ -67,6 +68,7 @@ from mcp_tempest.fuzz.properties.judging import (
 )
 from mcp_tempest.fuzz.properties.surface import Surface, learn_surface, sample_value
 from mcp_tempest.fuzz.reach import Reach
+from mcp_tempest.fuzz.reach_corpus import ReachCorpus, corpus_key
 from mcp_tempest.fuzz.tool_policy import ToolPolicy
 from mcp_tempest.strategies.value_sources import ValueSources, command_line_values
 from mcp_tempest.targets.target_spec import TargetSpec, parse_target
@@ -78,6 +80,11 @@ DEFAULT_MAX_EXAMPLES = 200
 DEFAULT_SHRINK_SECONDS = 30.0
 DEFAULT_STEP_TIMEOUT = 5.0
 UNBOUNDED_EXAMPLES = 10**9
+#: --guidance: "corpus" keeps examples that drew a new kind of answer in the example database and
+#: plays them first next run (fuzz/reach_corpus.py); "target" also steers Hypothesis towards them
+#: within a run (hypothesis.target on the number of new kinds an example drew).
+GUIDANCE_CHOICES = ("corpus", "target")
+DEFAULT_GUIDANCE: tuple[str, ...] = ("corpus",)
 
 
 class UnusableTarget(Exception):
@@ -164,6 +171,10 @@ class CampaignConfig:
     # its probe's); everything before that point is the same campaign as without it
     stop_on_rules: frozenset[str] = frozenset()
     started: float | None = None  # time.monotonic() when the command started: --duration counts from there
+    guidance: tuple[str, ...] = DEFAULT_GUIDANCE  # --guidance: how examples that reach new answers are used
+    # kept from --duration for ending the server processes and what follows the last job: a
+    # process measured by coverage.py writes its data when it ends, which takes a moment each
+    teardown_seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -230,7 +241,7 @@ def plan_jobs(
 
 def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None = None,
                    tool_args: dict[str, dict[str, list[Any]]] | None = None,
-                   literals: list[Any] | None = None) -> Prepared:
+                   literals: tuple[dict[str, list[Any]], list[Any]] | None = None) -> Prepared:
     """Probe the era, then learn the surface (with only the tools `tools` allows, their arguments
     informed by the target's command line and the user's `tool_args`); raises UnusableTarget
     with one line."""
@@ -253,7 +264,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
         try:
             version = result.version or (result.versions[0] if result.versions else None)
             sources = ValueSources(command_line=command_line_entries(command_line_values(spec.argv or (), os.getcwd())),
-                                   user=dict(tool_args or {}), literals=list(literals or []))
+                                   user=dict(tool_args or {}), literals=list((literals or ({}, []))[1]),
+                                   literal_names=dict((literals or ({}, []))[0]))
             surface = learn_surface(conn, version=version or "2026-07-28", timeout=max(timeout, 5.0),
                                     may_call=tools.allows if tools is not None and not tools.unrestricted else None,
                                     sources=sources)
@@ -447,6 +459,7 @@ class _JobState:
     recent_generated: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_EXAMPLES))
     recent_aside: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT_EXAMPLES))
     reach: Reach = field(default_factory=Reach)  # how the job's valid tools/call steps were answered
+    new_kinds: int = 0  # kinds of answer the example being judged drew that no earlier one did
 
     def time_left(self, now: float) -> bool:
         return now < self.hard_deadline
@@ -534,8 +547,10 @@ def run_job(
     job: Job, prop: Property, endpoint: Endpoint, ctx: Context, sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, stop_on_first: bool = False,
     known: frozenset[str] = frozenset(), stop_on_rules: frozenset[str] = frozenset(),
+    guidance: tuple[str, ...] = DEFAULT_GUIDANCE,
 ) -> PropertyRun:
-    """Run one property over one transport: coverage probes, database replays, then exploring.
+    """Run one property over one transport: coverage probes, the reach corpus, database replays,
+    then exploring.
 
     1. coverage: the property's named probes, each once, in a fixed order (they count as examples);
     2. replay: failures in the example database are played again and reported as known;
@@ -561,6 +576,8 @@ def run_job(
     transport = ctx.transport
     version = hypothesis.__version__
     listed = frozenset(str(t.get("name")) for t in ctx.surface.tools) | frozenset(ctx.surface.withheld_tools)
+    corpus = ReachCorpus(database if "corpus" in guidance else None,
+                         corpus_key(job.property, job.transport, job.target))
     sources = ctx.surface.sources
 
     def attribute(tool: str, arguments: dict[str, Any]) -> str:
@@ -571,6 +588,7 @@ def run_job(
     def play(case: Any, *, reuse_now: bool) -> tuple[Run, list[Violation]]:
         run = execute(case, endpoint, reuse=reuse_now, timeout=timeout)
         state.reach.add_run(run, listed, attribute)
+        state.new_kinds += corpus.observe(run)
         slow = slowest_in_allowance(run)
         if slow is not None:
             state.slowest = max(slow, state.slowest) if state.slowest else slow
@@ -652,10 +670,11 @@ def run_job(
             return None
         return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
 
-    # 1. coverage
+    # 1. coverage, 2. the reach corpus
     known_before = set(state.known)
     try:
         _coverage_phase(job, prop, ctx, state, judge)
+        _corpus_phase(prop, ctx, state, corpus, judge)
     except _Abort:
         return _job_record(job, state, started, sink, error=state.harness_error)
     except _Stopped:  # filed once; every further example would only time out again
@@ -692,7 +711,12 @@ def run_job(
             elif not state.may_aside(now):
                 raise _Budget()
         blob = encode_failure(build.data.choices).decode("ascii")
+        state.new_kinds = 0
         failure = judge(case, phase=phase, blob=blob)
+        if phase in ("generate", "target") and state.new_kinds:
+            corpus.save(choices_to_bytes(build.data.choices))
+            if "target" in guidance:
+                hypothesis.target(float(state.new_kinds), label="new kinds of answer")
         if failure is None:
             state.passed.add(key)
             return None
@@ -779,6 +803,8 @@ def run_job(
                 round_no = 0
                 while ended in ("", "budget") and state.may_generate(time.monotonic()):
                     phases = (Phase.generate, Phase.shrink) if state.may_aside(time.monotonic()) else (Phase.generate,)
+                    if "target" in guidance:
+                        phases = (Phase.generate, Phase.target, *phases[1:])
                     before = state.generated
                     ended = one_round(phases, _WriteOnlyDatabase(database) if database is not None else None,
                                       state.cap - state.generated, (job.seed + round_no) % (2**32))
@@ -806,10 +832,36 @@ def run_job(
         share_text = f"{job.seconds:.2f} s" if job.seconds is not None else f"{job.max_examples} examples"
         error = (f"got no example in its share ({share_text}); the run did not test this property "
                  "(raise --duration or --max-examples)")
+    if corpus.replayed or corpus.saved:
+        note = (note + "; " if note else "") + (f"reach corpus: {corpus.replayed} played first, "
+                                                 f"{corpus.saved} saved for the next run")
     record = _job_record(job, state, started, sink, note=note, error=error)
     if interrupted:
         raise Interrupted(record)
     return record
+
+
+def _corpus_phase(prop: Property, ctx: Context, state: _JobState, corpus: ReachCorpus,
+                  judge: Callable[..., tuple[type[_Failure], str, str] | None]) -> None:
+    """Play what earlier runs sharing the example database saved because it drew a new kind of
+    answer (each counts as an example); an entry the strategy no longer draws is dropped. A
+    failure here is filed and known to the rounds that follow, as a coverage probe's is."""
+    entries = corpus.entries()
+    if not entries:
+        return
+    strategy = prop.cases(ctx)
+    for blob in entries:
+        if not state.may_generate(time.monotonic()):
+            return
+        drawn = draw_from_choices(strategy, blob)
+        if drawn is None:
+            corpus.drop(blob)
+            continue
+        case, choices = drawn
+        failure = judge(case, phase="corpus", blob=encode_failure(choices).decode("ascii"))
+        corpus.replayed += 1
+        if failure is not None:
+            state.known.add(failure[2])
 
 
 def _coverage_phase(job: Job, prop: Property, ctx: Context, state: _JobState,
@@ -881,6 +933,7 @@ def run_jobs_here(
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
     runs: list[PropertyRun] | None = None, stop_on_first: bool = False, known: frozenset[str] = frozenset(),
     deadline: float | None = None, stop_on_rules: frozenset[str] = frozenset(),
+    guidance: tuple[str, ...] = DEFAULT_GUIDANCE,
 ) -> list[PropertyRun]:
     """Run jobs in this process, one endpoint per target for all of them (warm processes and
     pools carry over from one property to the next).
@@ -908,7 +961,7 @@ def run_jobs_here(
             try:
                 runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
                                     database=database, timeout=timeout, stop_on_first=stop_on_first, known=known,
-                                    stop_on_rules=stop_on_rules))
+                                    stop_on_rules=stop_on_rules, guidance=guidance))
             except Interrupted as exc:
                 runs.append(exc.record)
                 raise
@@ -946,7 +999,8 @@ def run_campaign(
     deadline = None
     if duration is not None:
         # The reports are written after the last job: keep a little time for them.
-        deadline = origin + duration - min(0.5, duration * 0.02)
+        deadline = origin + duration - min(0.5 + config.teardown_seconds, duration * (0.02 + 0.18 * bool(
+            config.teardown_seconds)))
         duration = max(deadline - time.monotonic(), 0.1)
     jobs = plan_jobs(props, prepared, max_examples=config.max_examples, duration=duration,
                      workers=config.workers, shrink_seconds=config.shrink_seconds, seed=config.seed)
@@ -959,7 +1013,7 @@ def run_campaign(
         if config.workers <= 1:
             run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs,
                           stop_on_first=config.stop_on_first, known=config.known,
-                          deadline=deadline, stop_on_rules=config.stop_on_rules)
+                          deadline=deadline, stop_on_rules=config.stop_on_rules, guidance=config.guidance)
         else:
             _run_workers(config, jobs, prepared, store, progress, runs, result)
     except KeyboardInterrupt:
@@ -999,7 +1053,7 @@ def _run_workers(
         job_q.put(None)
     payload = {
         "prepared": [p.dump() for p in prepared], "database": config.database, "timeout": config.timeout,
-        "stop_on_first": config.stop_on_first, "known": sorted(config.known),
+        "stop_on_first": config.stop_on_first, "known": sorted(config.known), "guidance": list(config.guidance),
     }
     procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-tempest-worker-{i}")
              for i in range(workers)]
@@ -1106,7 +1160,7 @@ def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> 
                 endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(payload["timeout"], 5.0))
             run_job(job, props[job.property], endpoint, prep.context(), sink, database=database,
                     timeout=payload["timeout"], stop_on_first=payload["stop_on_first"],
-                    known=frozenset(payload["known"]))
+                    known=frozenset(payload["known"]), guidance=tuple(payload.get("guidance", DEFAULT_GUIDANCE)))
     except KeyboardInterrupt:  # Interrupted included: its record already went to the parent
         return
     finally:

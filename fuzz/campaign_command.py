@@ -17,6 +17,7 @@ import re
 import secrets
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, NoReturn
@@ -107,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "and coverage_html/)")
     p.add_argument("--coverage-source", action="append", default=[], metavar="PKG_OR_PATH",
                    help="also measure this package or path (repeatable), e.g. the SDK the server is built on")
+    p.add_argument("--guidance", default="corpus", metavar="corpus[,target]|none",
+                   help="corpus: keep examples that drew a new kind of answer in the example database and play "
+                        "them first next run; target: also steer generation towards them (default corpus)")
     p.add_argument("--known", metavar="FILE",
                    help="a findings baseline (a findings.json, or one group id per line with a reason): "
                         "those groups are reported as known and only new ones fail the run")
@@ -163,6 +167,18 @@ def _targets(args: argparse.Namespace) -> list[TargetSpec]:
         raise UsageError(f"--transports takes stdio, http or both, not {args.transports!r}")
     specs = [default_target(t) for t in dict.fromkeys(wanted)]  # type: ignore[arg-type]
     return [isolated(s) for s in specs] if args.isolate_network else specs
+
+
+def _guidance(text: str) -> tuple[str, ...]:
+    from mcp_tempest.fuzz.campaign import GUIDANCE_CHOICES
+
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    if modes == ("none",):
+        return ()
+    bad = [m for m in modes if m not in GUIDANCE_CHOICES]
+    if bad or not modes:
+        raise UsageError(f"--guidance takes none or {','.join(GUIDANCE_CHOICES)} (comma-separated), not {text!r}")
+    return modes
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -259,6 +275,7 @@ def _fuzz_main(argv: list[str], opened: list[auth_client.Session]) -> int:
         extra_headers.configure(args.header)
         args.known_groups = _known(args.known)
         args.stop_rules = _stop_rules(args.stop_on_rule, args.workers)
+        args.guidance_modes = _guidance(args.guidance)
         if not args.auth and auth_client.needs_issuer([a for s in specs for a in s.argv]):
             raise UsageError("the target command names {issuer}: add --auth")
     except (UsageError, extra_headers.HeaderError) as exc:
@@ -306,6 +323,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         database=database, workers=args.workers, timeout=args.timeout, shrink_seconds=args.shrink_time,
         stop_on_first=args.stop_on_first, mutations=args.mutation_patterns,
         known=frozenset(args.known_groups), started=started, stop_on_rules=frozenset(args.stop_rules),
+        guidance=args.guidance_modes,
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
     from mcp_tempest.fuzz.tool_policy import ToolPolicy
@@ -319,9 +337,12 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
         return 2
     plans = _plan_code_coverage(specs, args, out_dir)
+    config.teardown_seconds = 4.0 if any(hasattr(p, "spec") for p in plans) else 0.0
     try:
-        prepared = [prepare_target(spec, timeout=args.timeout, tools=policy, tool_args=tool_args,
-                                   literals=_literals(plan, args.coverage_source))
+        # A measured target is prepared measured too: the surface search's calls are often a
+        # tool's first success, and run code the campaign's own examples may not.
+        prepared = [prepare_target(getattr(plan, "spec", spec), timeout=args.timeout, tools=policy,
+                                   tool_args=tool_args, literals=_literals(plan, args.coverage_source))
                     for spec, plan in zip(specs, plans, strict=True)]
     except UnusableTarget as exc:
         print(f"mcp-tempest fuzz: unusable target: {exc}", file=sys.stderr)
@@ -342,9 +363,6 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         commands={p.spec.text: resolved_command(p.spec.argv, cwd) for p in prepared if p.spec.argv},
         contexts={p.spec.text: {k: v for k, v in p.dump().items() if k != "spec"} for p in prepared},
     )
-    for prep, plan in zip(prepared, plans, strict=True):
-        if hasattr(plan, "spec"):  # a CoveragePlan: every server process of the campaign is measured
-            prep.spec = plan.spec
     store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
         print(f"fuzz: target {prep.spec.text} ({prep.detail})")
@@ -433,8 +451,10 @@ def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace, out: 
     plans: list[Any] = []
     data = out / "coverage-data"
     for i, spec in enumerate(specs):
-        if args.no_coverage:
-            plans.append(NotMeasured("code coverage: not measured (--no-coverage)"))
+        if args.no_coverage:  # planned all the same: the plan's sources are where the literals come from
+            with tempfile.TemporaryDirectory(prefix="mcp-tempest-plan-") as scratch:
+                plan = plan_coverage(spec, tuple(args.coverage_source), Path(scratch))
+            plans.append(NotMeasured("code coverage: not measured (--no-coverage)", getattr(plan, "sources", ())))
         elif any(isinstance(p, CoveragePlan) for p in plans):
             plans.append(NotMeasured("code coverage: measured on the first target only"))
         else:
@@ -442,12 +462,12 @@ def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace, out: 
     return plans
 
 
-def _literals(plan: Any, extra: list[str]) -> list[Any]:
+def _literals(plan: Any, extra: list[str]) -> tuple[dict[str, list[Any]], list[Any]]:
     """The measured code's literals (the server's own, not the --coverage-source additions)."""
     from mcp_tempest.fuzz.source_literals import literals_of
 
     sources = getattr(plan, "sources", ())
-    return literals_of([s for s in sources if s not in extra]) if sources else []
+    return literals_of([s for s in sources if s not in extra]) if sources else ({}, [])
 
 
 def _collect_code_coverage(plans: list[Any], out_dir: Path, reach: dict[str, Any]) -> list[str]:

@@ -24,12 +24,12 @@ from typing import Any
 import hypothesis
 from hypothesis.control import current_build_context
 from hypothesis.core import encode_failure
-from hypothesis.database import ExampleDatabase, choices_to_bytes
+from hypothesis.database import ExampleDatabase, choices_from_bytes, choices_to_bytes
 from hypothesis.internal.conjecture import engine as _engine
 
 __all__ = [
-    "ExampleDatabase", "check_internals", "choices_to_bytes", "current_build_context", "encode_failure",
-    "end_generation", "running_phase", "set_database_key", "set_seed", "shrink_time_limit",
+    "ExampleDatabase", "check_internals", "choices_to_bytes", "current_build_context", "draw_from_choices",
+    "encode_failure", "end_generation", "running_phase", "set_database_key", "set_seed", "shrink_time_limit",
 ]
 
 # Attribute names Hypothesis reads from a test function (what @seed sets; what `given` hashes into
@@ -88,6 +88,29 @@ def end_generation(cache: list[Any]) -> None:
         runner.first_bug_found_time = -math.inf
 
 
+def draw_from_choices(strategy: Any, blob: bytes) -> tuple[Any, tuple[Any, ...]] | None:
+    """The value `strategy` draws from a stored choice sequence (the reach corpus's entries, saved
+    with choices_to_bytes), and the choices it used; None when the sequence no longer fits the
+    strategy (the target's surface changed since it was saved)."""
+    from hypothesis.errors import StopTest
+    from hypothesis.internal.conjecture.data import ConjectureData, Status
+
+    choices = choices_from_bytes(blob)
+    if choices is None:
+        return None
+    from hypothesis.control import BuildContext
+
+    data = ConjectureData.for_choices(choices)
+    try:
+        with BuildContext(data, is_final=False, wrapped_test=draw_from_choices):  # composite strategies need one
+            value = data.draw(strategy)
+    except (StopTest, Exception):  # noqa: BLE001 - an entry that no longer draws is skipped, never an error
+        return None
+    if data.status == Status.INVALID:
+        return None
+    return value, tuple(data.choices)
+
+
 def check_internals() -> list[str]:
     """What is missing or changed on the installed Hypothesis; empty when everything above works.
 
@@ -128,6 +151,9 @@ def check_internals() -> list[str]:
         problems.append(f"{_SEED_ATTR} no longer makes a test's examples repeat")
     if _database_keys(b"a") == _database_keys(b"b"):
         problems.append(f"{_DIGEST_ATTR} no longer changes the example database key")
+    drawn = draw_from_choices(st.integers(0, 10), first[0][0]) if first else None
+    if drawn is None or not isinstance(drawn[0], int):
+        problems.append("ConjectureData.for_choices / choices_from_bytes no longer replay a stored choice sequence")
     return problems
 
 

@@ -37,6 +37,9 @@ KNOWN_SOURCES = ("user", "command line", "returned")
 SATURATED = 16
 #: A text block longer than this is not parsed for JSON values.
 MAX_JSON_TEXT = 65_536
+#: Field names kept per user: results keyed by ids (`{"cal_1": {...}}`) would otherwise add a
+#: name per call for the whole run, and this runs for hours at thousands of calls a second.
+MAX_FIELDS = 256
 
 
 _BOUNDS = (("minimum", operator.ge), ("maximum", operator.le),
@@ -157,9 +160,9 @@ class Arguments:
         structuredContent, or JSON in a text block when it has none (most servers that send both
         send the same values twice)."""
         idle = self._idle.get(tool, 0)
-        if idle >= SATURATED:
-            return
         pools = self.values.returned
+        if idle >= SATURATED or len(pools) >= MAX_FIELDS:
+            return
         before = sum(map(len, pools.values()))
         structured = result.get("structuredContent")
         if isinstance(structured, dict | list):

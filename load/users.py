@@ -208,6 +208,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
             parse_mix(opts.mix)
             _values(opts)
         except (MixError, ValuesError) as exc:
+            STATE.values = STATE.values or ValueSources()  # the users started before the quit need none
             sys.stderr.write(f"load: {exc}\n")
             environment.process_exit_code = 2
             if runner is not None:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from hypothesis import strategies as st
+if TYPE_CHECKING:  # imported where it is used: load's Locust processes read the pools without Hypothesis
+    from hypothesis import strategies as st
 
 #: The pools in the order a first success is attributed to them (the most specific first).
 SOURCES: Final = ("user", "command line", "returned", "returned text", "schema", "source literal")
@@ -30,6 +31,7 @@ _PATHY = re.compile(r"path|dir|folder|repo|root|file|cwd|workspace|project", re.
 _URLY = re.compile(r"url|uri|endpoint|href|link|host", re.I)
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$", re.I)
 _FLAG_VALUE = re.compile(r"^--?[A-Za-z][\w-]*=(.+)$")
+_QUOTED = re.compile(r"(?<!\w)['\"`]([^'\"`\s]{1,40})['\"`]")
 
 
 def _keep(value: Any) -> bool:
@@ -43,6 +45,17 @@ def _keep(value: Any) -> bool:
 def _add(pool: list[Any], value: Any) -> None:
     if _keep(value) and value not in pool and len(pool) < MAX_POOL:
         pool.append(value)
+
+
+def _add_recent(pool: list[Any], value: Any) -> None:
+    """What an answer returned goes first: the value the latest call gave is the one the next call
+    most likely needs (a branch just created, an id just minted); the oldest fall off the end."""
+    if not _keep(value):
+        return
+    if value in pool:
+        pool.remove(value)
+    pool.insert(0, value)
+    del pool[MAX_POOL:]
 
 
 def command_line_values(argv: list[str] | tuple[str, ...], cwd: str = "") -> list[str]:
@@ -69,8 +82,8 @@ def command_line_values(argv: list[str] | tuple[str, ...], cwd: str = "") -> lis
 
 
 def schema_values(schema: Any) -> list[Any]:
-    """The values a schema names itself: examples, default, const, enum, and the exact boundaries
-    of its limits (a string of exactly minLength/maxLength, a number at each bound and just inside
+    """The values a schema names itself: examples, default, const, enum, values its description
+    quotes (`'local'`, `"remote"`), and the exact boundaries of its limits (a string of exactly minLength/maxLength, a number at each bound and just inside
     an exclusive one): where off-by-one bugs live."""
     if not isinstance(schema, dict):
         return []
@@ -83,6 +96,9 @@ def schema_values(schema: Any) -> list[Any]:
     for value in schema.get("enum", []) if isinstance(schema.get("enum"), list) else []:
         _add(out, value)
     kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "string" in kinds and isinstance(schema.get("description"), str):
+        for quoted in _QUOTED.findall(schema["description"][:2000]):  # "list local branches ('local')"
+            _add(out, quoted)
     for key in ("minLength", "maxLength"):
         n = schema.get(key)
         if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_TEXT and ("string" in kinds):
@@ -128,12 +144,15 @@ def harvest_text(text: str, into: list[str], *, limit: int = 4000) -> None:
     """Identifier-like tokens of a text answer (names, ids, hashes, file names): each line's
     tokens that hold a digit, a separator or a capital, or that stand alone on their line (a
     branch list). Plain prose words are left out: they would crowd the pool."""
+    found: list[str] = []
     for line in text[:limit].splitlines()[:200]:
         tokens = _TOKEN.findall(line)
         for token in tokens:
             token = token.rstrip(".:,")
-            if token and (len(tokens) <= 2 or not _WORD_ONLY.fullmatch(token)):
-                _add(into, token)
+            if token and (len(tokens) <= 2 or not _WORD_ONLY.fullmatch(token)) and token not in found:
+                found.append(token)
+    for token in reversed(found[:MAX_POOL]):  # this answer's tokens first, in their own order
+        _add_recent(into, token)
 
 
 def harvest(value: Any, into: dict[str, list[Any]], *, key: str = "", depth: int = 0) -> None:
@@ -149,7 +168,7 @@ def harvest(value: Any, into: dict[str, list[Any]], *, key: str = "", depth: int
         for item in value[:50]:
             harvest(item, into, key=key, depth=depth + 1)
     elif key and _keep(value):
-        _add(into.setdefault(key, []), value)
+        _add_recent(into.setdefault(key, []), value)
 
 
 @dataclass(slots=True)
@@ -163,17 +182,20 @@ class ValueSources:
     # identifier-like tokens of text results (a branch in "* main", a commit id in a log line),
     # offered to any string argument: text answers have no field names to match on
     returned_text: list[str] = field(default_factory=list)
+    # the source's literals by the variable they are compared with (`kind == "agenda"`): an
+    # argument of that name is offered its own first
+    literal_names: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"command_line": self.command_line, "user": self.user, "returned": self.returned,
-                "literals": self.literals, "returned_text": self.returned_text}
+                "literals": self.literals, "returned_text": self.returned_text, "literal_names": self.literal_names}
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> ValueSources:
         data = data or {}
         return cls(list(data.get("command_line", [])), dict(data.get("user", {})),
                    dict(data.get("returned", {})), list(data.get("literals", [])),
-                   list(data.get("returned_text", [])))
+                   list(data.get("returned_text", [])), dict(data.get("literal_names", {})))
 
     def candidates(self, tool: str, arg: str, schema: Any) -> list[tuple[str, Any]]:
         """(source, value) pairs offered for one argument, most specific source first; an array
@@ -191,12 +213,15 @@ class ValueSources:
                 out.append(("user", value))
         if _PATHY.search(arg) or _URLY.search(arg):
             want_url = bool(_URLY.search(arg)) and not _PATHY.search(arg)
-            out += [("command line", v) for v in self.command_line
-                    if fits(v, schema) and bool(_URL.match(v)) == want_url]
+            fitting = [v for v in self.command_line if fits(v, schema) and bool(_URL.match(v)) == want_url]
+            # a path argument is offered what looks like a path first (`--transport stdio` is not one)
+            fitting.sort(key=lambda v: 0 if v.startswith("/") else 1 if "/" in v or "." in v else 2)
+            out += [("command line", v) for v in fitting]
         out += [("returned", v) for v in self.returned.get(arg, []) if fits(v, schema)]
         if not _PATHY.search(arg) and not _URLY.search(arg):
             out += [("returned text", v) for v in self.returned_text if fits(v, schema)]
         out += [("schema", v) for v in schema_values(schema)]
+        out += [("source literal", v) for v in self.literal_names.get(arg, []) if fits(v, schema)]
         out += [("source literal", v) for v in self.literals if fits(v, schema)]
         seen: set[Any] = set()
         unique = []
@@ -219,6 +244,8 @@ class ValueSources:
         """Values for one argument: each pool with a candidate weighs as much as the schema's own
         generation (so three command-line values are not drowned by sixty tokens of a text
         answer), the user's first."""
+        from hypothesis import strategies as st
+
         found = self.candidates(tool, arg, schema)
         if not found:
             return base

@@ -106,6 +106,7 @@ class NotMeasured:
     """A target whose code cannot be measured; `reason` is the one line to show the user."""
 
     reason: str
+    sources: tuple[str, ...] = ()  # the target's own code where it was found all the same (its literals)
 
     def to_json(self) -> dict[str, Any]:
         return {"measured": False, "reason": self.reason}

@@ -110,6 +110,34 @@ def test_gates_parse_and_cross() -> None:
     assert parse_margin("5") == pytest.approx(0.05)
 
 
+def test_is_error_answers_travel_from_workers_exactly_and_are_no_failures() -> None:
+    worker, master = Recorder(), Recorder()
+    for i in range(5):
+        worker.record("tools/call list_events", 100 + i, is_error="unknown calendarId")
+    worker.record("tools/call echo", 90)
+    master.merge_wire(worker.drain(), source="w1")
+    worker.record("tools/call list_events", 100, is_error="unknown   calendarId\n")  # shortened to one line
+    master.merge_wire(worker.drain(), source="w1")
+    summary = build_summary(master, target="t", duration_s=1.0, check_every=0, oracle="-")
+    entry = summary["operations"]["tools/call list_events"]
+    assert entry["failures"] == 0 and entry["is_error"] == 6
+    assert entry["answers"] == [{"text": "unknown calendarId", "count": 6}]
+    assert summary["failures"] == 0 and summary["is_error"] == summary["responses"]["tool_errors"] == 6
+    assert summary["overall"]["is_error"] == 6 and summary["operations"]["tools/call echo"]["is_error"] == 0
+
+
+def test_is_error_is_no_failure_but_can_be_gated() -> None:
+    summary = {"requests": 100, "failures": 0, "is_error": 10, "refused_handles": {"calendarId": 3},
+               "operations": {"tools/call list_events": {"count": 20, "failures": 0, "is_error": 10}}}
+    gates = parse_gates(["failures>0", "is_error>0", "is_error>20%", "tools/call list_events:is_error>20%",
+                         "refused_handles>0"])
+    assert [g.metric for g in gates] == ["failures", "is_error", "is_error_rate", "is_error_rate", "refused_handles"]
+    assert [(r.value, r.crossed) for r in evaluate(gates, summary)] == [
+        (0.0, False), (10.0, True), (10.0, False), (50.0, True), (3.0, True)]
+    with pytest.raises(GateError):
+        parse_gate("rps>5%")
+
+
 def test_baseline_flags_regressions_beyond_the_margin_only() -> None:
     before = {"rps": 1000.0, "overall": {"count": 4000, "p50_ms": 2.0, "p99_ms": 10.0},
               "operations": {"tools/list": {"count": 2000, "p50_ms": 1.0, "p99_ms": 5.0},

@@ -18,6 +18,7 @@ import orjson
 import psutil
 import pytest
 from reference_support import HttpServer, StdioServer, complete_mrtr_params, req
+from test_reach_mutants import MUTANT_CHECKS as REACH_CHECKS
 from test_tool_body_rules import MUTANT_CHECKS
 
 from mcp_tempest.targets import wire
@@ -402,6 +403,7 @@ CHECKS: dict[str, Check] = {
 
 # The tool-body mutants (TOOL-09, TOOL-10, TOOL-15) are checked beside their rules.
 CHECKS.update(MUTANT_CHECKS)
+CHECKS.update(REACH_CHECKS)  # the workspace mutants (tests/test_reach_mutants.py)
 
 
 def test_every_mutant_has_a_check() -> None:

@@ -113,9 +113,13 @@ def test_source_literals_are_what_the_code_branches_on(tmp_path: Path):
                                      '    if kind == "local":\n        return 1\n'
                                      '    match kind:\n        case "remote":\n            return 2\n'
                                      '    raise ValueError(f"Invalid kind: {kind}")\n')
-    found = literals_of([str(tmp_path)])
+    named, found = literals_of([str(tmp_path)])
     assert {"local", "remote", 25} <= set(found)
+    assert sorted(named["kind"]) == ["local", "remote"]
     assert not [v for v in found if isinstance(v, str) and ("Docstring" in v or "Invalid" in v)]
+    pools = ValueSources(literals=found, literal_names=named)
+    assert sorted([v for s, v in pools.candidates("t", "kind", {"type": "string"}) if s == "source literal"][:2]) == \
+        ["local", "remote"]
 
 
 def test_tool_args_file_errors_are_one_line(tmp_path: Path):
@@ -161,3 +165,29 @@ def test_the_official_git_server_runs_its_tool_bodies(tmp_path: Path):
     assert rows["git_add"]["first_ok_source"] == "user"
     code = findings["reach"]["code"]
     assert code["measured"] and any(f["path"].endswith("mcp_server_git/server.py") for f in code["files"])
+
+
+def test_a_second_run_sharing_the_database_starts_from_the_first_runs_corpus(tmp_path: Path):
+    """Night one saves the examples that drew a new kind of answer; night two (another seed) plays
+    them first, and each still draws a case (none dropped as stale)."""
+    db = tmp_path / "db"
+    nights = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"night-{seed}"
+        proc = subprocess.run([*CLI, "fuzz", "--target", reference_stdio(tmp_path / "s.sqlite3"), "--max-examples",
+                               "150", "--seed", seed, "--database", str(db), "--properties", "valid,lists",
+                               "--no-coverage", "--out", str(out)], capture_output=True, text=True, timeout=600,
+                              cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        notes = [line for line in proc.stdout.splitlines() if "reach corpus:" in line]
+        nights.append([(int(n.split("reach corpus: ")[1].split(" ")[0]), int(n.split(", ")[-1].split(" ")[0]))
+                       for n in notes])
+    saved_first = sum(saved for _played, saved in nights[0])
+    played_second = sum(played for played, _saved in nights[1])
+    assert saved_first > 0 and [p for p, _ in nights[0]] == [0, 0]
+    assert played_second >= saved_first  # every entry of night one still draws (stale ones would be dropped)
+    off = subprocess.run([*CLI, "fuzz", "--target", reference_stdio(tmp_path / "s.sqlite3"), "--max-examples", "150",
+                          "--seed", "3", "--database", str(db), "--properties", "valid", "--no-coverage",
+                          "--guidance", "none", "--out", str(tmp_path / "off")], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path)
+    assert off.returncode == 0 and "reach corpus" not in off.stdout

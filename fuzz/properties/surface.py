@@ -84,6 +84,7 @@ class Surface:
     # tool -> the arguments of its first success in the surface search: the call generation
     # starts from (what the minimal call of a tool is, once one is known to reach its body)
     good_args: dict[str, dict[str, Any]] = field(default_factory=dict)
+    search_stopped: bool = False  # a search call went unanswered: later search calls would be too
 
     @property
     def sources(self) -> ValueSources:
@@ -212,11 +213,24 @@ def _find_triggers(surface: Surface, call: Any, sources: ValueSources, reach: Re
     listed = frozenset(str(t.get("name")) for t in surface.tools)
     for method, params in candidates:
         with contextlib.suppress(Exception):
-            reply = call(method, params, ALL_CLIENT_CAPABILITIES)
+            try:
+                reply = call(method, params, ALL_CLIENT_CAPABILITIES)
+            except Exception:  # noqa: BLE001 - judged below as no answer
+                reply = None
+            if not isinstance(reply, dict):
+                if method == "tools/call":
+                    reach.add_answer(params["name"], params["arguments"], None, listed)
+                    surface.good_args[params["name"]] = dict(params["arguments"])
+                surface.notes.append(f"the surface search stopped: {method} {params.get('name', '')} got no "
+                                     "answer (the campaign plays that call first)")
+                surface.search_stopped = True
+                break
             result = reply.get("result") if isinstance(reply, dict) else None
             if method == "tools/call":
                 reach.add_answer(params["name"], params["arguments"], reply, listed,
                                  attribute=lambda tool, args: _attribute(surface, sources, tool, args))
+                if failed_inside(reply):
+                    surface.good_args.setdefault(params["name"], dict(params["arguments"]))
             if method == "tools/call" and isinstance(result, dict) and result.get("isError") is not True:
                 harvest_result(result, sources)
                 if result.get("resultType") != "input_required":
@@ -231,55 +245,121 @@ def _find_triggers(surface: Surface, call: Any, sources: ValueSources, reach: Re
 
 #: The reach search: informed argument combinations tried on each tool that has not succeeded yet,
 #: in passes (a success's returned values can open another tool), bounded in calls and time.
-SEARCH_TRIES_PER_TOOL = 24
+SEARCH_TRIES_PER_TOOL = 32
 SEARCH_TRIES = 400
 SEARCH_SECONDS = 30.0
 SEARCH_VALUES_PER_ARG = 8
 SEARCH_PASSES = 2
 
 
+#: After a success, each tool still without one is tried again this many ways at once: the
+#: success may have made the state it needs (git_add stages what git_commit records).
+SEARCH_RETRY_AFTER_SUCCESS = 4
+
+
 def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Reach) -> None:
     """Give every tool its best shot before the campaign: combinations of the pools' values for
-    its arguments, the most specific first, until one succeeds. A tool whose search call went
-    unanswered is not tried again; two such tools end the search (a hanging server)."""
+    its arguments, the most specific first, until one succeeds (or fails inside the body). The
+    first call that goes unanswered ends the search: that call is where the campaign starts."""
     import time
 
+    if surface.search_stopped:
+        return
     listed = frozenset(str(t.get("name")) for t in surface.tools)
     triggers = {t.params.get("name") for t in surface.triggers}
     deadline = time.monotonic() + SEARCH_SECONDS
-    budget, silent = SEARCH_TRIES, 0
+    budget = [SEARCH_TRIES]
+
+    def attempt(tool: dict[str, Any], tries: int) -> str:
+        """"ok", "inside" (failed in the body), "stop" (no answer, or out of budget) or "" (refused)."""
+        name = str(tool.get("name"))
+        for args in _combinations(name, tool.get("inputSchema"), sources)[:tries]:
+            if budget[0] <= 0 or time.monotonic() > deadline:
+                return "stop"
+            budget[0] -= 1
+            try:
+                reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
+            except Exception:  # noqa: BLE001 - no answer: the campaign plays it again and judges it
+                reply = None
+            if not isinstance(reply, dict):
+                # The process died or hangs on this call: every later call on it would go
+                # unanswered too, so the search ends here; the campaign starts from this call.
+                reach.add_answer(name, args, None, listed)
+                surface.good_args[name] = args
+                surface.notes.append(f"the surface search stopped: {name} got no answer to {_short(args)} "
+                                     "(the campaign plays that call first)")
+                surface.search_stopped = True
+                return "stop"
+            reach.add_answer(name, args, reply, listed, attribute=lambda tl, a: _attribute(surface, sources, tl, a))
+            result = reply.get("result")
+            if isinstance(result, dict) and result.get("isError") is not True \
+                    and result.get("resultType") != "input_required":
+                surface.good_args[name] = args
+                harvest_result(result, sources)
+                return "ok"
+            if failed_inside(reply):  # past the argument check, failing in the body: a lead, not a refusal
+                surface.good_args[name] = args
+                return "inside"
+        return ""
+
+    tools = [t for t in surface.tools[:SEARCH_TOOLS]
+             if isinstance(t.get("name"), str) and t["name"] not in triggers]
     for _ in range(SEARCH_PASSES):
         progress = False
-        for tool in surface.tools[:SEARCH_TOOLS]:
-            name = tool.get("name")
-            if not isinstance(name, str) or name in surface.good_args or name in triggers:
+        for tool in tools:
+            if tool["name"] in surface.good_args:
                 continue
-            for args in _combinations(name, tool.get("inputSchema"), sources)[:SEARCH_TRIES_PER_TOOL]:
-                if budget <= 0 or silent >= 2 or time.monotonic() > deadline:
-                    return
-                budget -= 1
-                try:
-                    reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
-                except Exception:  # noqa: BLE001 - no answer: this tool is left to the campaign
-                    reach.add_answer(name, args, None, listed)
-                    silent += 1
-                    break
-                reach.add_answer(name, args, reply, listed, attribute=lambda tl, a: _attribute(surface, sources, tl, a))
-                result = reply.get("result") if isinstance(reply, dict) else None
-                if isinstance(result, dict) and result.get("isError") is not True \
-                        and result.get("resultType") != "input_required":
-                    surface.good_args[name] = args
-                    harvest_result(result, sources)
-                    progress = True
-                    break
+            outcome = attempt(tool, SEARCH_TRIES_PER_TOOL)
+            if outcome == "stop":
+                return
+            if outcome == "ok":
+                progress = True
+                for other in tools:  # what this success made or returned may open another tool now
+                    if other["name"] not in surface.good_args and attempt(other, SEARCH_RETRY_AFTER_SUCCESS) == "stop":
+                        return
         if not progress:
-            return
+            break
+    # A tool may need the state another one makes (git_commit records what git_add staged): each
+    # tool still without a success is tried right after each tool that has one.
+    done = [t for t in tools if t["name"] in surface.good_args]
+    for tool in tools:
+        for maker in done:
+            if tool["name"] in surface.good_args:
+                break
+            args = surface.good_args[maker["name"]]
+            if budget[0] <= 0 or time.monotonic() > deadline:
+                return
+            budget[0] -= 1
+            try:
+                reply = call("tools/call", {"name": maker["name"], "arguments": args}, ALL_CLIENT_CAPABILITIES)
+            except Exception:  # noqa: BLE001
+                reply = None
+            reach.add_answer(maker["name"], args, reply, listed)
+            if not isinstance(reply, dict) or attempt(tool, 2) == "stop":
+                return
+
+
+def _short(args: dict[str, Any]) -> str:
+    text = repr(args)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _attribute(surface: Surface, sources: ValueSources, tool: str, arguments: dict[str, Any]) -> str:
     schema = (surface.tool(tool) or {}).get("inputSchema")
     props = schema.get("properties") if isinstance(schema, dict) else None
     return sources.attribute(tool, arguments, props if isinstance(props, dict) else None, plain=sample_value)
+
+
+#: JSON-RPC codes that refuse a request before a tool body runs (parse, request, method, params;
+#: the 2026-07-28 header, capability and version refusals; MRTR's URL elicitation).
+REFUSALS = frozenset({-32700, -32600, -32601, -32602, -32020, -32021, -32022, -32042})
+
+
+def failed_inside(reply: Any) -> bool:
+    """An error answer that is not a refusal of the request itself: the tool's body ran and failed
+    (-32603 and the like). The campaign starts from such a call, so the oracle judges it."""
+    error = reply.get("error") if isinstance(reply, dict) else None
+    return isinstance(error, dict) and isinstance(error.get("code"), int) and error["code"] not in REFUSALS
 
 
 def _combinations(tool: str, schema: Any, sources: ValueSources) -> list[dict[str, Any]]:
@@ -294,10 +374,14 @@ def _combinations(tool: str, schema: Any, sources: ValueSources) -> list[dict[st
     choices: list[list[Any]] = []
     for name in names:
         sub = props.get(name, {})
+        by_source: dict[str, list[Any]] = {}
+        for source, value in sources.candidates(tool, name, sub):
+            by_source.setdefault(source, []).append(value)
         values: list[Any] = []
-        for _source, value in sources.candidates(tool, name, sub):
-            if value not in values:
-                values.append(value)
+        for rank in range(SEARCH_VALUES_PER_ARG):  # round-robin: sixty tokens of a text answer must not
+            for pool in by_source.values():         # crowd out the source's three literals
+                if rank < len(pool) and pool[rank] not in values:
+                    values.append(pool[rank])
         plain = sample_value(sub)
         if plain is not _NO_VALUE and plain not in values:
             values.append(plain)

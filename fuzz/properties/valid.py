@@ -131,9 +131,11 @@ def tools_after_list(surface: Surface) -> AfterList | None:
     in an isError result (TOOL-10). None when no tool has arguments we can make."""
     triggers = {t.params.get("name") for t in surface.triggers}
     calls = []
+    sources = surface.sources
     for tool in surface.tools:
         name = tool.get("name")
-        args = minimal_arguments(tool.get("inputSchema"))
+        args = surface.good_args.get(str(name)) or minimal_arguments(tool.get("inputSchema"), tool=str(name),
+                                                                     sources=sources)
         if isinstance(name, str) and name not in triggers and args is not None:
             calls.append(Call("tools/call", {"name": name, "arguments": args}, input_schema=tool.get("inputSchema")))
     return AfterList(_pages(surface), tuple(calls[:MAX_PROBED_TOOLS])) if calls else None

@@ -131,18 +131,21 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "the echo tool's description hides a zero-width and a bidi character, an <IMPORTANT> block telling "
            "the model to call another server's send_email tool without telling the user, and an ANSI escape",
            "catalogue"),
-    Mutant("read-note-mtime-ns", ("TOOL-10",), "any",
-           "with --workspace: read_note formats a note's st_mtime_ns as if it were seconds, so reading any path "
-           "inside the workspace fails with -32603 (paths outside are refused first)", "reach"),
-    Mutant("note-template-placeholder", ("TOOL-10",), "any",
-           "with --workspace: note_template's \"agenda\" kind has a placeholder nothing fills, so that one "
-           "value of a plain string argument fails with -32603", "reach"),
-    Mutant("search-query-off-by-one", ("TOOL-10",), "any",
+    # The workspace mutants (reach): each fails past its tool's refusals, on a value only the surface
+    # search's pools hold, and ends the process as the script its helpers were lifted from does.
+    Mutant("read-note-mtime-ns", ("RPC-01",), "stdio",
+           "with --workspace: read_note formats a path's st_mtime_ns as if it were seconds and exits on the "
+           "error, so reading any path inside the workspace is never answered (paths outside are refused)", "reach"),
+    Mutant("note-template-placeholder", ("RPC-01",), "stdio",
+           "with --workspace: note_template's \"agenda\" kind (a plain string argument; the word is only in the "
+           "source) has a placeholder nothing fills, and the process exits on the KeyError", "reach"),
+    Mutant("search-query-off-by-one", ("RPC-01",), "stdio",
            "with --workspace: search_notes' index key holds one character fewer than the schema's maxLength, "
-           "so a query of exactly maxLength characters fails with -32603", "reach"),
-    Mutant("export-path-object", ("TOOL-10",), "any",
-           "with --workspace: export_calendar puts a pathlib.Path in its result, so exporting a calendar that "
-           "exists (a calendarId open_calendar returned) fails with -32603", "reach"),
+           "so a query of exactly maxLength characters ends the process", "reach"),
+    Mutant("export-path-object", ("RPC-01",), "stdio",
+           "with --workspace: export_calendar puts a pathlib.Path in its result and exits when it cannot be "
+           "encoded, so exporting a calendar that exists (a calendarId open_calendar returned) is never answered",
+           "reach"),
 )
 
 MUTANTS: Final[dict[str, Mutant]] = {m.name: m for m in _ALL}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -226,7 +227,10 @@ def fixture_logging_tool(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str
 # --- workspace tools (only with --workspace DIR) ---
 #
 # Each refuses what it cannot serve with an isError result; the one-bug mutants of these tools fail
-# only past those refusals, on a value no schema names (see targets/mutants).
+# only past those refusals, on a value no schema names (see targets/mutants). A mutant's failure
+# ends the process the way the command-line script these helpers were lifted from ends (sys.exit):
+# an answer that never comes is judged on any call (RPC-01), where a -32603 is judged as TOOL-10
+# only in a transcript that also listed the tool.
 
 MAX_NOTE_BYTES: Final = 1 << 20
 MAX_ENTRIES: Final = 100
@@ -243,7 +247,10 @@ _DATED_AGENDA: Final = "# {title} ({date})\n\n## Topics\n- \n\n## Decisions\n- \
 def _modified(info: Any, bugs: frozenset[str]) -> str:
     if "read-note-mtime-ns" in bugs:
         # the mutant: nanoseconds taken for seconds; datetime refuses a year that far away
-        return datetime.fromtimestamp(info.st_mtime_ns, UTC).isoformat()
+        try:
+            return datetime.fromtimestamp(info.st_mtime_ns, UTC).isoformat()
+        except (OSError, OverflowError, ValueError) as exc:
+            sys.exit(f"read_note: cannot format the modification time: {exc}")
     return datetime.fromtimestamp(info.st_mtime, UTC).isoformat()
 
 
@@ -296,8 +303,8 @@ def _query_key(query: str, bugs: frozenset[str]) -> str:
     """The search index keys a query in a fixed-width field of SEARCH_QUERY_MAX characters."""
     # the search-query-off-by-one mutant sized the field with room for a terminator
     width = SEARCH_QUERY_MAX - 1 if "search-query-off-by-one" in bugs else SEARCH_QUERY_MAX
-    if len(query) > width:
-        raise ValueError(f"a query of {len(query)} characters does not fit the index")
+    if len(query) > width:  # never true in the reference: the argument check allows SEARCH_QUERY_MAX
+        sys.exit(f"search_notes: a query of {len(query)} characters does not fit the index")
     return query.casefold().ljust(width)
 
 
@@ -321,7 +328,10 @@ def note_template(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
         return tool_error("unknown kind of note")
     if kind == "agenda" and "note-template-placeholder" in ctx.bugs:
         template = _DATED_AGENDA
-    return text_result(template.format(title=f"New {kind}"))
+    try:
+        return text_result(template.format(title=f"New {kind}"))
+    except KeyError as exc:  # only the mutant's agenda names a placeholder nobody fills
+        sys.exit(f"note_template: no value for {exc}")
 
 
 def export_calendar(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any]:
@@ -337,7 +347,10 @@ def export_calendar(core: Core, ctx: Ctx, args: dict[str, Any]) -> dict[str, Any
         return tool_error(f"cannot write the export: {exc.strerror or exc}")
     # the export-path-object mutant returns the Path itself, which no JSON encoder takes
     where: Any = target if "export-path-object" in ctx.bugs else str(target)
-    return structured_result({"calendarId": calendar_id, "path": where, "events": len(events)})
+    try:
+        return structured_result({"calendarId": calendar_id, "path": where, "events": len(events)})
+    except TypeError as exc:  # orjson's JSONEncodeError; only the mutant's Path raises it
+        sys.exit(f"export_calendar: {exc}")
 
 
 WORKSPACE_FUNCTIONS: Final[dict[str, ToolFn]] = {
