@@ -11,10 +11,12 @@ also after Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime as _dt
 import os
 import re
 import secrets
+import shutil
 import signal
 import sys
 import tempfile
@@ -336,7 +338,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     except ToolArgsError as exc:
         print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
         return 2
-    plans = _plan_code_coverage(specs, args, out_dir)
+    plans = _plan_code_coverage(specs, args)
     config.teardown_seconds = 4.0 if any(hasattr(p, "spec") for p in plans) else 0.0
     try:
         # A measured target is prepared measured too: the surface search's calls are often a
@@ -443,13 +445,16 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     return 0
 
 
-def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace, out: Path) -> list[Any]:
+def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> list[Any]:
     """Per target: a coverage plan (the first target that can be measured; its spec then starts
     every server process under coverage.py) or the reason it is not measured."""
     from mcp_tempest.targets.code_coverage import CoveragePlan, NotMeasured, plan_coverage
 
     plans: list[Any] = []
-    data = out / "coverage-data"
+    # Per-process data files are scratch: a temporary folder (removed after collecting), so a
+    # full or read-only --out cannot break the servers' writes; only the reports land in --out.
+    data = Path(tempfile.mkdtemp(prefix="mcp-tempest-coverage-"))
+    atexit.register(shutil.rmtree, data, True)
     for i, spec in enumerate(specs):
         if args.no_coverage:  # planned all the same: the plan's sources are where the literals come from
             with tempfile.TemporaryDirectory(prefix="mcp-tempest-plan-") as scratch:

@@ -257,16 +257,17 @@ class ValueSources:
 
     def attribute(self, tool: str, arguments: dict[str, Any], schemas: dict[str, Any] | None = None,
                   plain: Any = None) -> str:
-        """Which pool the arguments of a successful call came from (the most specific one any of
-        its values belongs to), or "generated" when none. `plain(schema)`: the value a schema
+        """Which pools the arguments of a successful call came from ("command line + source
+        literal": each argument credited to the most specific pool holding its value), or
+        "generated" when none. `plain(schema)`: the value a schema
         alone gives; an argument holding it is generated even when a pool happens to hold it too
         (the word a plain sample uses may also be in an answer)."""
-        best = len(SOURCES)
+        used: set[str] = set()
         for arg, value in arguments.items():
             schema = (schemas or {}).get(arg)
             if plain is not None and plain(schema) == value:
                 continue
-            for source, candidate in self.candidates(tool, arg, schema):
-                if candidate == value and type(candidate) is type(value):
-                    best = min(best, SOURCES.index(source))
-        return SOURCES[best].replace("returned text", "returned") if best < len(SOURCES) else "generated"
+            found = [s for s, c in self.candidates(tool, arg, schema) if c == value and type(c) is type(value)]
+            if found:  # each argument's value is credited to the most specific pool holding it
+                used.add(found[0].replace("returned text", "returned"))
+        return " + ".join(s for s in SOURCES if s in used) or "generated"

@@ -397,7 +397,21 @@ def collect(plan: CoveragePlan, out_dir: Path | None = None) -> CodeReach:
     """Combine the data files of every measured process and compute what they ran.
 
     With `out_dir`, coverage.py's HTML report goes to out_dir/coverage_html/ and its Cobertura
-    XML to out_dir/coverage.xml. Calling it again combines what was added since."""
+    XML to out_dir/coverage.xml. Calling it again combines what was added since. coverage.py's
+    own warnings (a process killed mid-write leaves a data file it cannot read) are counted into
+    `notes`, never printed: the harness's output is its own lines."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reach = _collect(plan, out_dir)
+    unreadable = [w for w in caught if "data file" in str(w.message).lower()]
+    if unreadable:
+        reach.notes.append(f"{len(unreadable)} process data file(s) could not be read (a process ended mid-write)")
+    return reach
+
+
+def _collect(plan: CoveragePlan, out_dir: Path | None) -> CodeReach:
     import coverage
 
     data_file = plan.data_dir / DATA_NAME

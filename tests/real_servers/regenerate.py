@@ -140,6 +140,13 @@ WHY: dict[tuple[str, str, str | None], str] = {
         "with a listen stream open, stdin closed: the process exits without a SubscriptionsListenResult "
         "or a notifications/cancelled for it; SUB-08 asks for one at a shutdown, SUB-09 calls a closed "
         "transport an abrupt end, so an observation",
+    ("TOOL-09", "SHOULD", None):
+        "a call of a tool the server did not list (after a complete tools/list) is answered with an isError "
+        "result instead of a JSON-RPC error: DIGEST TOOL-09 makes an unknown tool a protocol error in spec "
+        "prose, and CallToolResult.isError says finding the tool 'should' be an MCP error, lower case: SHOULD",
+    ("ERR-LEGACY", "SHOULD", None):
+        "an error in the legacy implementation-defined range -32000..-32019 (a cancelled listen answered "
+        "-32000 'Connection closed'): DIGEST's error table says new implementations SHOULD NOT use it",
 }
 
 
