@@ -46,7 +46,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "http-get-200": ("http", "framing", 20, "http-*"),
     "tools-list-reordered": ("stdio", "lists", 30, ""),
     "tool-name-invalid": ("stdio", "lists", 30, ""),
-    "structured-without-text": ("stdio", "lists", 30, ""),
+    "structured-without-text": ("stdio", "valid", 20, ""),  # tools-after-list calls every tool once
     "optional-argument-required": ("http", "valid", 20, ""),
     "unknown-tool-is-error": ("stdio", "valid", 20, ""),
     "traceback-in-error": ("stdio", "valid", 20, ""),
