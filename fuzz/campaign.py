@@ -425,6 +425,8 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
     return DirectoryBasedExampleDatabase(spec)
 
 
+#: The example-database key prefix under which coverage-phase failures are remembered across runs.
+COVERAGE_KEY_PREFIX = b"mcp-tempest/coverage-failures:"
 #: How many of the latest generated examples `_JobState.reuse_warm` weighs.
 RECENT_EXAMPLES = 20
 
@@ -554,7 +556,9 @@ def run_job(
 
     1. coverage: the property's named probes, each once, in a fixed order (they count as examples);
     2. replay: failures in the example database are played again and reported as known;
-    3. explore: Hypothesis generates at random; a failure whose group is already known (from the
+    3. reach corpus: examples earlier runs saved because they drew a new kind of answer (not with
+       `stop_on_first`, which is about the first failure alone);
+    4. explore: Hypothesis generates at random; a failure whose group is already known (from the
        baseline, the replay, the coverage phase or an earlier round) is filed but does not stop
        it; a new one is shrunk, and then a new round explores on with that group known too,
        until the examples or the time are spent.
@@ -670,11 +674,10 @@ def run_job(
             return None
         return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
 
-    # 1. coverage, 2. the reach corpus
+    # 1. coverage
     known_before = set(state.known)
     try:
-        _coverage_phase(job, prop, ctx, state, judge)
-        _corpus_phase(prop, ctx, state, corpus, judge)
+        _coverage_phase(job, prop, ctx, state, judge, first_only=stop_on_first, database=database)
     except _Abort:
         return _job_record(job, state, started, sink, error=state.harness_error)
     except _Stopped:  # filed once; every further example would only time out again
@@ -800,6 +803,15 @@ def run_job(
                 ended = ""
                 if database is not None:
                     ended = one_round((Phase.reuse,), database, 1, job.seed)
+                if ended in ("", "budget"):  # 3. the reach corpus: where earlier runs got to
+                    try:
+                        _corpus_phase(prop, ctx, state, corpus, judge)
+                    except _Abort:
+                        ended = "abort"
+                    except _Stopped:
+                        ended = "stopped"
+                    except _Halted:
+                        ended = "halted"
                 round_no = 0
                 while ended in ("", "budget") and state.may_generate(time.monotonic()):
                     phases = (Phase.generate, Phase.shrink) if state.may_aside(time.monotonic()) else (Phase.generate,)
@@ -865,10 +877,30 @@ def _corpus_phase(prop: Property, ctx: Context, state: _JobState, corpus: ReachC
 
 
 def _coverage_phase(job: Job, prop: Property, ctx: Context, state: _JobState,
-                    judge: Callable[..., tuple[type[_Failure], str, str] | None]) -> None:
+                    judge: Callable[..., tuple[type[_Failure], str, str] | None], *, first_only: bool = False,
+                    database: ExampleDatabase | None = None) -> None:
     """Send each of the property's named probes once, in order, batched as the property allows;
     a batch that fails is played again probe by probe (counted with shrinking), so each probe
-    gets its own verdict. What fails here is known to the rounds that follow."""
+    gets its own verdict. What fails here is known to the rounds that follow. `first_only`
+    (--stop-on-first): the phase ends at its first failure, as the property does.
+
+    A probe is no Hypothesis example, so its failure cannot be saved as one; the groups it filed
+    are kept in the example database under a key of their own instead, and when the same probe
+    fails the same way in a later run sharing the database, that group is reported as a known
+    failure the database brought back, as a replayed example's would be."""
+    key = COVERAGE_KEY_PREFIX + zlib.crc32(f"{job.property}|{job.transport}|{job.target}".encode()).to_bytes(4, "big")
+    earlier: set[str] = set()
+    if database is not None:
+        with contextlib.suppress(Exception):
+            earlier = {v.decode("utf-8", "replace") for v in database.fetch(key)}
+
+    def remember(group: str) -> None:
+        if group in earlier:
+            state.replayed.add(group)
+        elif database is not None:
+            with contextlib.suppress(Exception):
+                database.save(key, group.encode())
+
     probes = prop.coverage(ctx)
     transport = ctx.transport
     ready = [p for p in probes if p.case is not None]
@@ -892,8 +924,17 @@ def _coverage_phase(job: Job, prop: Property, ctx: Context, state: _JobState,
                     single = judge(p.case, phase="split", blob=None)
                     if single is not None:
                         state.known.add(single[2])
+                        remember(single[2])
+                        if first_only:
+                            break
         elif failure is not None:
             state.known.add(failure[2])
+            remember(failure[2])
+        if first_only and failure is not None:
+            why = "not sent: the property stopped at its first failure (--stop-on-first)"
+            state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, False, why)
+                                for p in ready[start + size:])
+            return
 
 
 def _job_record(job: Job, state: _JobState, started: float, sink: Sink | None, *, note: str = "",

@@ -231,7 +231,7 @@ def test_a_tool_whose_results_stop_adding_values_is_no_longer_harvested() -> Non
     args.harvest("open_calendar", {"structuredContent": {"calendarId": "cal-2"}})
     assert args.version == version and args.values.returned == {"calendarId": ["cal-1"]}
     args.harvest("create_event", {"structuredContent": {"calendarId": "cal-2"}})
-    assert args.values.returned == {"calendarId": ["cal-1", "cal-2"]}
+    assert args.values.returned == {"calendarId": ["cal-2", "cal-1"]}  # the latest first
 
 
 def test_elicitation_answers_fit_the_requested_schema() -> None:

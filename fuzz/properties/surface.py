@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tempest.fuzz.reach import Reach
-from mcp_tempest.strategies.value_sources import ValueSources, harvest, harvest_text
+from mcp_tempest.strategies.value_sources import ValueSources, harvest, harvest_text, schema_values
 from mcp_tempest.targets import wire
 from mcp_tempest.targets.connection import Connection
 
@@ -255,6 +255,8 @@ SEARCH_PASSES = 2
 #: After a success, each tool still without one is tried again this many ways at once: the
 #: success may have made the state it needs (git_add stages what git_commit records).
 SEARCH_RETRY_AFTER_SUCCESS = 4
+#: Calls per tool at its schema's own values once a call of it gets through.
+SEARCH_EDGES_PER_TOOL = 6
 
 
 def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Reach) -> None:
@@ -296,10 +298,40 @@ def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Rea
                     and result.get("resultType") != "input_required":
                 surface.good_args[name] = args
                 harvest_result(result, sources)
-                return "ok"
+                return edges(tool, args) or "ok"
             if failed_inside(reply):  # past the argument check, failing in the body: a lead, not a refusal
                 surface.good_args[name] = args
                 return "inside"
+        return ""
+
+    def edges(tool: dict[str, Any], good: dict[str, Any]) -> str:
+        """A call that gets through, again with one argument at a time at its schema's own values
+        (exact boundaries, examples, enum members): off-by-one bugs live there. A call among them
+        that fails inside the body or goes unanswered becomes the tool's starting call."""
+        name = str(tool.get("name"))
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        tries = [{**good, arg: value} for arg, sub in list(props.items())[:16]
+                 for value in schema_values(sub) if good.get(arg) != value][:SEARCH_EDGES_PER_TOOL]
+        for args in tries:
+            if budget[0] <= 0 or time.monotonic() > deadline:
+                return "stop"
+            budget[0] -= 1
+            try:
+                reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
+            except Exception:  # noqa: BLE001 - judged below as no answer
+                reply = None
+            if not isinstance(reply, dict):
+                reach.add_answer(name, args, None, listed)
+                surface.good_args[name] = args
+                surface.notes.append(f"the surface search stopped: {name} got no answer to {_short(args)} "
+                                     "(the campaign plays that call first)")
+                surface.search_stopped = True
+                return "stop"
+            reach.add_answer(name, args, reply, listed)
+            if failed_inside(reply):
+                surface.good_args[name] = args
+                return "ok"
         return ""
 
     tools = [t for t in surface.tools[:SEARCH_TOOLS]
