@@ -336,6 +336,9 @@ def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Rea
 
     tools = [t for t in surface.tools[:SEARCH_TOOLS]
              if isinstance(t.get("name"), str) and t["name"] not in triggers]
+    for tool in tools:  # a tool whose first (minimal) call got through: its schema's own values too
+        if tool["name"] in surface.good_args and edges(tool, dict(surface.good_args[tool["name"]])) == "stop":
+            return
     for _ in range(SEARCH_PASSES):
         progress = False
         for tool in tools:
