@@ -68,7 +68,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     for item in items:
         test = getattr(item, "obj", None)
-        if getattr(test, "__module__", None) == "mcp_tempest.fuzz.properties.suite" and getattr(test, "is_hypothesis_test", False):
+        # pytest's default import mode names the module by its folders with an __init__.py, and
+        # the mcp_tempest namespace has none: it is `fuzz.properties.suite` there, ours everywhere else
+        module = str(getattr(test, "__module__", "") or "")
+        if module.endswith("fuzz.properties.suite") and getattr(test, "is_hypothesis_test", False):
             set_database_key(test.hypothesis.inner_test, item.nodeid.encode())
 
 
