@@ -272,27 +272,34 @@ def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Rea
     deadline = time.monotonic() + SEARCH_SECONDS
     budget = [SEARCH_TRIES]
 
+    def send(name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """One search call, tallied; None when the search must end: out of calls or time, or no
+        answer (the process died or hangs on it: every later call would go unanswered too, so the
+        campaign starts from this call instead)."""
+        if budget[0] <= 0 or time.monotonic() > deadline:
+            return None
+        budget[0] -= 1
+        try:
+            reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
+        except Exception:  # noqa: BLE001 - judged below as no answer
+            reply = None
+        if not isinstance(reply, dict):
+            reach.add_answer(name, args, None, listed)
+            surface.good_args[name] = args
+            surface.notes.append(f"the surface search stopped: {name} got no answer to {_short(args)} "
+                                 "(the campaign plays that call first)")
+            surface.search_stopped = True
+            return None
+        reach.add_answer(name, args, reply, listed, attribute=lambda tl, a: _attribute(surface, sources, tl, a))
+        return reply
+
     def attempt(tool: dict[str, Any], tries: int) -> str:
         """"ok", "inside" (failed in the body), "stop" (no answer, or out of budget) or "" (refused)."""
         name = str(tool.get("name"))
         for args in _combinations(name, tool.get("inputSchema"), sources)[:tries]:
-            if budget[0] <= 0 or time.monotonic() > deadline:
+            reply = send(name, args)
+            if reply is None:
                 return "stop"
-            budget[0] -= 1
-            try:
-                reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
-            except Exception:  # noqa: BLE001 - no answer: the campaign plays it again and judges it
-                reply = None
-            if not isinstance(reply, dict):
-                # The process died or hangs on this call: every later call on it would go
-                # unanswered too, so the search ends here; the campaign starts from this call.
-                reach.add_answer(name, args, None, listed)
-                surface.good_args[name] = args
-                surface.notes.append(f"the surface search stopped: {name} got no answer to {_short(args)} "
-                                     "(the campaign plays that call first)")
-                surface.search_stopped = True
-                return "stop"
-            reach.add_answer(name, args, reply, listed, attribute=lambda tl, a: _attribute(surface, sources, tl, a))
             result = reply.get("result")
             if isinstance(result, dict) and result.get("isError") is not True \
                     and result.get("resultType") != "input_required":
@@ -314,21 +321,9 @@ def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Rea
         tries = [{**good, arg: value} for arg, sub in list(props.items())[:16]
                  for value in schema_values(sub) if good.get(arg) != value][:SEARCH_EDGES_PER_TOOL]
         for args in tries:
-            if budget[0] <= 0 or time.monotonic() > deadline:
+            reply = send(name, args)
+            if reply is None:
                 return "stop"
-            budget[0] -= 1
-            try:
-                reply = call("tools/call", {"name": name, "arguments": args}, ALL_CLIENT_CAPABILITIES)
-            except Exception:  # noqa: BLE001 - judged below as no answer
-                reply = None
-            if not isinstance(reply, dict):
-                reach.add_answer(name, args, None, listed)
-                surface.good_args[name] = args
-                surface.notes.append(f"the surface search stopped: {name} got no answer to {_short(args)} "
-                                     "(the campaign plays that call first)")
-                surface.search_stopped = True
-                return "stop"
-            reach.add_answer(name, args, reply, listed)
             if failed_inside(reply):
                 surface.good_args[name] = args
                 return "ok"
@@ -361,16 +356,7 @@ def _reach_search(surface: Surface, call: Any, sources: ValueSources, reach: Rea
         for maker in done:
             if tool["name"] in surface.good_args:
                 break
-            args = surface.good_args[maker["name"]]
-            if budget[0] <= 0 or time.monotonic() > deadline:
-                return
-            budget[0] -= 1
-            try:
-                reply = call("tools/call", {"name": maker["name"], "arguments": args}, ALL_CLIENT_CAPABILITIES)
-            except Exception:  # noqa: BLE001
-                reply = None
-            reach.add_answer(maker["name"], args, reply, listed)
-            if not isinstance(reply, dict) or attempt(tool, 2) == "stop":
+            if send(maker["name"], surface.good_args[maker["name"]]) is None or attempt(tool, 2) == "stop":
                 return
 
 
