@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
+from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
 from mcp_tempest.targets import auth_client, extra_headers, fork_server, validate
 from mcp_tempest.targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
@@ -172,7 +173,7 @@ def _targets(args: argparse.Namespace) -> list[TargetSpec]:
 
 
 def _guidance(text: str) -> tuple[str, ...]:
-    from mcp_tempest.fuzz.campaign import GUIDANCE_CHOICES
+    from mcp_tempest.fuzz.job import GUIDANCE_CHOICES
 
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     if modes == ("none",):
@@ -339,7 +340,8 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
         return 2
     plans = _plan_code_coverage(specs, args)
-    config.teardown_seconds = 4.0 if any(hasattr(p, "spec") for p in plans) else 0.0
+    config.teardown_seconds = sum(p.teardown_seconds() if hasattr(p, "teardown_seconds") else 4.0
+                                  for p in plans if hasattr(p, "spec"))
     try:
         # A measured target is prepared measured too: the surface search's calls are often a
         # tool's first success, and run code the campaign's own examples may not.
@@ -347,7 +349,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
                                    tool_args=tool_args, literals=_literals(plan, args.coverage_source))
                     for spec, plan in zip(specs, plans, strict=True)]
     except UnusableTarget as exc:
-        print(f"mcp-tempest fuzz: unusable target: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: unusable target: {visible(exc)}", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
         return 2
     except KeyboardInterrupt:
@@ -367,17 +369,22 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     )
     store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
-        print(f"fuzz: target {prep.spec.text} ({prep.detail})")
+        print(f"fuzz: target {visible(prep.spec.text)} ({visible(prep.detail)})")
     print(f"fuzz: seed {seed}, output in {out_dir}, example database {database or 'none'}")
     if not policy.unrestricted:
         withheld = sorted({name for prep in prepared for name in prep.surface.withheld_tools})
-        print(f"fuzz: tools: {policy.describe()}; withheld (never called): {', '.join(withheld) or 'none'}")
+        print(f"fuzz: tools: {policy.describe()}; withheld (never called): "
+              f"{', '.join(visible(n, NAME_WIDTH) for n in withheld) or 'none'}")
     progress = Progress("auto" if args.progress == "auto" else args.progress)
+    for prep in prepared:  # what the era probe's catalogue read broke: on disk before any case runs
+        for ev in prep.probe_findings:
+            finding, _new = store.record(ev)
+            progress.finding(finding)
     try:
         result = run_campaign(config, store, progress=progress, prepared=prepared)
     except UnusableTarget as exc:
         progress.close()
-        print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {visible(exc)}", file=sys.stderr)
         print(_summary_line(store.examples, len(props), store.failures, store.observations))
         return 2
     finally:
@@ -419,7 +426,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
     new = [f for f in failures if f.id not in args.known_groups]
     if store.write_error:
-        print(f"mcp-tempest fuzz: {store.write_error}", file=sys.stderr)
+        print(f"mcp-tempest fuzz: {visible(store.write_error)}", file=sys.stderr)
         print(_summary_line(result.examples, len(props), failures, store.observations))
         return 2
     _print_summary(result, findings, args.fail_on)
@@ -434,7 +441,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     print_known(known)
     errors = [r for r in result.runs if r.error]
     for run in errors:
-        print(f"fuzz: error: {run.property}[{run.transport}]: {run.error}")
+        print(f"fuzz: error: {run.property}[{run.transport}]: {visible(run.error)}")
     print(_summary_line(result.examples, len(props), failures, store.observations))
     if new:
         return 1
@@ -449,6 +456,7 @@ def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> li
     """Per target: a coverage plan (the first target that can be measured; its spec then starts
     every server process under coverage.py) or the reason it is not measured."""
     from mcp_tempest.targets.code_coverage import CoveragePlan, NotMeasured, plan_coverage
+    from mcp_tempest.targets.node_coverage import NodeCoveragePlan
 
     plans: list[Any] = []
     # Per-process data files are scratch: a temporary folder (removed after collecting), so a
@@ -460,7 +468,7 @@ def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> li
             with tempfile.TemporaryDirectory(prefix="mcp-tempest-plan-") as scratch:
                 plan = plan_coverage(spec, tuple(args.coverage_source), Path(scratch))
             plans.append(NotMeasured("code coverage: not measured (--no-coverage)", getattr(plan, "sources", ())))
-        elif any(isinstance(p, CoveragePlan) for p in plans):
+        elif any(isinstance(p, CoveragePlan | NodeCoveragePlan) for p in plans):
             plans.append(NotMeasured("code coverage: measured on the first target only"))
         else:
             plans.append(plan_coverage(spec, tuple(args.coverage_source), data / str(i)))
@@ -478,26 +486,40 @@ def _literals(plan: Any, extra: list[str]) -> tuple[dict[str, list[Any]], list[A
 def _collect_code_coverage(plans: list[Any], out_dir: Path, reach: dict[str, Any]) -> list[str]:
     """reach.code in findings.json, coverage.xml and coverage_html/ in --out, and the summary's line."""
     from mcp_tempest.targets.code_coverage import CoveragePlan, collect
+    from mcp_tempest.targets.node_coverage import NodeCoveragePlan, collect_node
 
     lines: list[str] = []
     for plan in plans:
-        if not isinstance(plan, CoveragePlan):
+        if not isinstance(plan, CoveragePlan | NodeCoveragePlan):
             if "code" not in reach and not plan.reason.endswith("first target only"):
                 reach["code"] = {"measured": False, "reason": plan.reason}
                 lines.append(plan.reason)
             continue
         try:
-            code = collect(plan, out_dir)
+            code = collect_node(plan) if isinstance(plan, NodeCoveragePlan) else collect(plan, out_dir)
         except Exception as exc:  # noqa: BLE001 - a measurement that failed must not lose the campaign's reports
             reach["code"] = {"measured": False, "reason": f"code coverage: could not be combined ({exc})"}
             lines.append(reach["code"]["reason"])
             continue
         reach["code"] = {"measured": True, **code.to_json()}
+        if code.kind == "functions":
+            lines.append(_node_code_line(code))
+            continue
         least = sorted(code.files, key=lambda f: (f["percent"], f["path"]))[:3]
         lines.append(f"code coverage: {code.percent:.1f}% of the server's own code (lines and branches, "
                      f"{len(code.files)} files, {code.processes} processes); least reached: "
                      + ", ".join(f"{Path(f['path']).name} {f['percent']:.0f}%" for f in least))
     return lines
+
+
+def _node_code_line(code: Any) -> str:
+    """The summary's line for a Node target: functions reached, and the first never reached."""
+    never = [f"{Path(f['path']).name}: {name}" for f in code.files for name in f["never_reached"]]
+    line = (f"code coverage: {code.percent:.1f}% of the server's own functions ({len(code.files)} files, "
+            f"{code.processes} processes, V8)")
+    if never:
+        line += f"; never reached: {', '.join(never[:5])}" + (f" and {len(never) - 5} more" if len(never) > 5 else "")
+    return line + "".join(f"; {note}" for note in code.notes)
 
 
 def _tools_report(result: Any, prepared: list[Any]) -> Any:
@@ -523,13 +545,13 @@ def _summary_line(examples: int, props: int, failures: list[Any], observations: 
 
 def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
     for note in result.notes:
-        print(f"note: {note}")
+        print(f"note: {visible(note)}")
     for run in result.runs:
         status = run.error and f"harness error: {run.error}" or run.note or ("skipped" if run.skipped else "")
         aside = ", ".join(part for part in (f"{run.shrinks} shrinking" if run.shrinks else "",
                                             f"{run.replays} replayed" if run.replays else "") if part)
         print(f"  {run.property + '[' + run.transport + ']':<18} {run.examples:>6} examples {run.seconds:>7.1f} s"
-              + (f" (+{aside})" if aside else "") + (f"  {status}" if status else ""))
+              + (f" (+{aside})" if aside else "") + (f"  {visible(status)}" if status else ""))
     if result.interrupted:
         print("fuzz: interrupted; what was found so far is on disk")
     for f in findings:
@@ -538,7 +560,8 @@ def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
         from mcp_tempest.fuzz.findings import probe_text
 
         probe = f"; probes {probe_text(f)}" if f.probe else ""
-        print(f"  {kind} {f.id}: {f.label} {f.rule} {f.title} [{where}{probe}] x{f.count} -> {f.repro}")
+        print(f"  {kind} {f.id}: {f.label} {f.rule} {visible(f.title)} [{visible(where + probe)}] x{f.count} "
+              f"-> {f.repro}")
 
 
 def _list_properties() -> int:

@@ -16,7 +16,10 @@ from typing import Any, Final
 
 from mcp_tempest.fuzz.findings import Evidence
 from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.safe_text import NAME_WIDTH, html_text, markdown_cell, markdown_code, visible
 from mcp_tempest.fuzz.token_count import ENCODING, count_tokens, definition_text
+from mcp_tempest.strategies.json_bounds import MAX_WRITTEN_DEPTH, json_text, nesting_depth, same_json
+from mcp_tempest.targets.list_reader import ListBudget, ListRead, SharedItems
 from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeResult, probe
 from mcp_tempest.targets.target_spec import TargetSpec
 from mcp_tempest.targets.transcript import Transcript
@@ -63,7 +66,14 @@ def item_name(kind: str, item: Any) -> str:
 
 
 def measure_item(kind: str, item: Any) -> Cost:
-    text = definition_text(_definition(kind, item))
+    """What one definition costs, whatever its depth: a schema nested past the standard encoder's
+    recursion (an inputSchema 500 deep) is written by `json_text`, the same text without
+    recursion, so its count is its true cost, not a cut one."""
+    definition = _definition(kind, item)
+    if nesting_depth(definition, stop=MAX_WRITTEN_DEPTH) >= MAX_WRITTEN_DEPTH:
+        text = json_text(definition)
+    else:
+        text = definition_text(definition)
     return Cost(kind, item_name(kind, item), count_tokens(text), len(text.encode("utf-8")))
 
 
@@ -80,17 +90,19 @@ class Catalogue:
     truncated: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # lists offered but not read
     costs: dict[str, list[Cost]] = field(default_factory=dict)
+    # How each list's read ended (targets/list_reader.py): complete, cut short (why, how far) or unreadable.
+    reads: dict[str, ListRead] = field(default_factory=dict)
 
     @classmethod
     def from_probe(cls, result: ProbeResult, read: int = 0) -> Catalogue:
-        listing = result.listings[read] if len(result.listings) > read else {}
-        offered = [name for name, _, _ in CATALOGUE_LISTS if name in result.counts]
+        listing = result.list_reads[read] if len(result.list_reads) > read else {}
         cat = cls(
             target=result.target, era=result.era, version=result.version, legacy=result.era == "legacy",
-            items={name: list(listing.get(name, [])) for name, _, _ in CATALOGUE_LISTS},
-            instructions=result.instructions, truncated=list(result.truncated),
-            failed=[n for n in offered if result.counts.get(n) is None and n not in listing
-                    and not _unadvertised(result, n)],
+            items={name: list(listing[name].items) if name in listing else [] for name, _, _ in CATALOGUE_LISTS},
+            instructions=result.instructions,
+            truncated=[n for n, r in listing.items() if r.cut],
+            failed=[n for n, r in listing.items() if r.failed],
+            reads=dict(listing),
         )
         cat.costs = {kind: sorted((measure_item(kind, it) for it in items), key=lambda c: (-c.tokens, c.name))
                      for kind, items in cat.items.items()}
@@ -125,8 +137,8 @@ class Catalogue:
     @property
     def era_label(self) -> str:
         if self.legacy:
-            return f"legacy {self.version} (initialize handshake, then the lists)"
-        return f"{self.era} {self.version or ''}".strip()
+            return f"legacy {visible(self.version, NAME_WIDTH)} (initialize handshake, then the lists)"
+        return f"{self.era} {visible(self.version or '', NAME_WIDTH)}".strip()
 
     def to_json(self) -> dict[str, Any]:
         tools = self.costs.get("tools", [])
@@ -152,21 +164,24 @@ class Catalogue:
             out[f"{label}_tokens"] = self.tokens(kind)
             out[f"{label}_bytes"] = self.bytes(kind)
         out.update({"total_tokens": self.total_tokens, "total_bytes": self.total_bytes,
-                    "truncated": self.truncated, "failed": self.failed})
+                    "truncated": self.truncated, "failed": self.failed, "complete": self.complete,
+                    "lists": {name: {**r.to_json(), "note": r.describe()} for name, r in self.reads.items()}})
         return out
 
     def table(self, limit: int | None = None) -> list[str]:
         """The human view: every part sorted by cost, then the totals."""
         parts = self.everything()
         shown = parts if limit is None else parts[:limit]
-        width = max([len(_label(c)) for c in shown] + [20])
+        labels = [visible(_label(c), NAME_WIDTH) for c in shown]
+        width = max([len(label) for label in labels] + [20])
         lines = [f"{'definition':<{width}}  {'tokens':>7}  {'bytes':>7}"]
-        lines += [f"{_label(c):<{width}}  {c.tokens:>7}  {c.bytes:>7}" for c in shown]
+        lines += [f"{label:<{width}}  {c.tokens:>7}  {c.bytes:>7}" for label, c in zip(labels, shown, strict=True)]
         if len(shown) < len(parts):
             lines.append(f"... {len(parts) - len(shown)} more")
         tools = self.costs.get("tools", [])
         lines.append(f"tools: {len(tools)} definitions, {self.tokens('tools')} tokens"
-                     + (f" (cheapest {tools[-1].name} {tools[-1].tokens}, costliest {tools[0].name} "
+                     + (f" (cheapest {visible(tools[-1].name, NAME_WIDTH)} {tools[-1].tokens}, "
+                        f"costliest {visible(tools[0].name, NAME_WIDTH)} "
                         f"{tools[0].tokens})" if tools else ""))
         lines.append(f"instructions: {self.instructions_cost.tokens} tokens")
         for kind in ("resources", "resourceTemplates", "prompts"):
@@ -175,18 +190,23 @@ class Catalogue:
         return lines + self.notes()
 
     def notes(self) -> list[str]:
-        """What makes the counts incomplete."""
-        return ([f"note: {name} cut at the page limit; the counts are a lower bound" for name in self.truncated]
-                + [f"note: {name} offered but could not be read" for name in self.failed])
+        """What makes the counts incomplete: each list cut short (why, how far) or unreadable."""
+        return [f"note: {visible(self.reads[name].describe())}" if name in self.reads
+                else f"note: {name} incomplete" for name in [*self.truncated, *self.failed]]
+
+    @property
+    def complete(self) -> bool:
+        """Every offered list was read to its last page: the totals are the catalogue's, not a lower bound."""
+        return not self.truncated and not self.failed
 
     def summary_line(self) -> str:
-        return (f"catalogue: {self.total_tokens} tokens ({ENCODING}), {self.total_bytes} bytes, "
-                f"{len(self.costs.get('tools', []))} tools, {self.era_label}")
-
-
-def _unadvertised(result: ProbeResult, name: str) -> bool:
-    caps = result.capabilities
-    return caps is not None and ("resources" if name == "resourceTemplates" else name) not in caps
+        # An incomplete catalogue's totals are lower bounds; an unreadable tools/list is not "0 tools".
+        least = "" if self.complete else "at least "
+        n_tools = len(self.costs.get("tools", []))
+        tools = ("tools unreadable" if "tools" in self.failed
+                 else f"{n_tools}+ tools (cut short)" if "tools" in self.truncated else f"{n_tools} tools")
+        return (f"catalogue: {least}{self.total_tokens} tokens ({ENCODING}), {least}{self.total_bytes} bytes, "
+                f"{tools}, {self.era_label}" + ("" if self.complete else ", INCOMPLETE"))
 
 
 def _brief(c: Cost) -> dict[str, Any]:
@@ -209,33 +229,28 @@ def report_markdown(cats: list[Catalogue]) -> list[str]:
     """summary.md's catalogue section: per target its totals and its costliest parts."""
     lines: list[str] = []
     for cat in cats:
-        lines += [f"### Catalogue of `{_md(cat.target)}`", "", _md(cat.summary_line()) + ".", "",
+        lines += [f"### Catalogue of {markdown_code(cat.target)}", "", markdown_cell(cat.summary_line()) + ".", "",
                   "| definition | tokens | bytes |", "| --- | ---: | ---: |"]
         parts = cat.everything()
-        lines += [f"| {_md(_label(c))} | {c.tokens} | {c.bytes} |" for c in parts[:REPORT_ROWS]]
+        lines += [f"| {markdown_cell(_label(c), NAME_WIDTH)} | {c.tokens} | {c.bytes} |" for c in parts[:REPORT_ROWS]]
         if len(parts) > REPORT_ROWS:
             lines.append(f"| ... {len(parts) - REPORT_ROWS} more | | |")
-        lines += ["", *(f"> {_md(note)}" for note in cat.notes()), ""]
+        lines += ["", *(f"> {markdown_cell(note)}" for note in cat.notes()), ""]
     return lines
 
 
 def report_html(cats: list[Catalogue]) -> list[str]:
     """report.html's catalogue section, every part sorted by cost."""
-    import html
-
-    e = html.escape
+    e = html_text
     out: list[str] = []
     for cat in cats:
         out.append(f"<h2>Catalogue of <code>{e(cat.target)}</code></h2><p>{e(cat.summary_line())}: what the "
                    "host puts into the model's prompt on every turn, before any of it is used.</p>")
         out.append("<table><tr><th>definition</th><th>tokens</th><th>bytes</th></tr>")
-        out += [f"<tr><td>{e(_label(c))}</td><td>{c.tokens}</td><td>{c.bytes}</td></tr>" for c in cat.everything()]
+        out += [f"<tr><td>{e(_label(c), NAME_WIDTH)}</td><td>{c.tokens}</td><td>{c.bytes}</td></tr>"
+                for c in cat.everything()]
         out.append("</table>")
     return out
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 # --- the budget gate ---
@@ -249,12 +264,21 @@ def over_budget(cat: Catalogue, max_tokens: int | None, max_tool_tokens: int | N
     if max_tool_tokens is not None:
         over = [c for c in cat.costs.get("tools", []) if c.tokens > max_tool_tokens]
         if over:
-            names = ", ".join(f"{c.name} {c.tokens}" for c in over[:3]) + (" ..." if len(over) > 3 else "")
+            names = (", ".join(f"{visible(c.name, NAME_WIDTH)} {c.tokens}" for c in over[:3])
+                     + (" ..." if len(over) > 3 else ""))
             reasons.append(f"{len(over)} tool(s) over --max-tool-tokens {max_tool_tokens}: {names}")
+    gated = max_tokens is not None or max_tool_tokens is not None
+    gaps = "; ".join(visible(cat.reads[n].describe()) for n in [*cat.truncated, *cat.failed] if n in cat.reads)
     if not reasons:
+        if gated and not cat.complete:
+            # A list cut short or unreadable counts what was read, not the catalogue: "0 tokens"
+            # from a tools/list over the frame cap must not pass a gate.
+            return (f"catalogue: the budget cannot be checked: the catalogue is incomplete ({gaps}); "
+                    f"{cat.total_tokens} tokens is a lower bound")
         return ""
-    costliest = ", ".join(f"{_label(c)} {c.tokens}" for c in cat.everything()[:3])
-    return f"catalogue: over budget: {'; '.join(reasons)} (costliest: {costliest})"
+    costliest = ", ".join(f"{visible(_label(c), NAME_WIDTH)} {c.tokens}" for c in cat.everything()[:3])
+    lower = f" (and the catalogue is incomplete, so more: {gaps})" if not cat.complete else ""
+    return f"catalogue: over budget: {'; '.join(reasons)} (costliest: {costliest}){lower}"
 
 
 # --- reading, and drift ---
@@ -268,58 +292,92 @@ class Reading:
     fresh: ProbeResult | None
     transcript: Transcript
     fresh_note: str  # what "fresh" was for this target: a process or a connection
+    _transcript_doc: dict[str, Any] | None = None
+
+    def transcript_json(self) -> dict[str, Any]:
+        """The transcript as findings store it, made once: every finding of one reading shares it
+        (a copy each would hold the catalogue's pages once per finding)."""
+        if self._transcript_doc is None:
+            self._transcript_doc = self.transcript.to_json()
+        return self._transcript_doc
 
 
-def read(spec: TargetSpec, *, timeout: float, max_pages: int, drift: bool = True) -> Reading:
-    """Raises targets.probe.ProbeFailure with one line when the target is unusable."""
+def read(spec: TargetSpec, *, timeout: float, max_pages: int | None = None, budget: ListBudget | None = None,
+         drift: bool = True) -> Reading:
+    """Raises targets.probe.ProbeFailure with one line when the target is unusable. Each of the
+    three passes over the lists is bounded by `budget` (the default budget when None; `max_pages`
+    replaces its page limit)."""
+    budget = budget if budget is not None else ListBudget()
+    # The three passes share their equal items (one parsed copy of an unchanged catalogue, not three).
+    budget = ListBudget(max_pages if max_pages is not None else budget.pages, budget.bytes, budget.seconds,
+                        shared=SharedItems())
     transcript = spec.new_transcript()
-    first = probe(spec, timeout=timeout, max_pages=max_pages, check_dual=False, transcript=transcript,
+    first = probe(spec, timeout=timeout, budget=budget, check_dual=False, transcript=transcript,
                   lists=CATALOGUE_LISTS, reads=2 if drift else 1)
     fresh = None
     if drift:
-        fresh = probe(spec, timeout=timeout, max_pages=max_pages, check_dual=False, transcript=transcript,
+        fresh = probe(spec, timeout=timeout, budget=budget, check_dual=False, transcript=transcript,
                       lists=CATALOGUE_LISTS, reads=1)
     note = "two fresh processes" if spec.transport == "stdio" or spec.text.startswith("http+spawn:") \
         else "two connections"
     return Reading(first, fresh, transcript, note)
 
 
-def diff_listings(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> list[tuple[str, str, str]]:
-    """(list, item, what changed) for every definition that differs between two reads."""
+def diff_listings(a: dict[str, list[Any]], b: dict[str, list[Any]],
+                  partial: frozenset[str] = frozenset()) -> list[tuple[str, str, str]]:
+    """(list, item, what changed) for every definition that differs between two reads. A list in
+    `partial` was cut short in one read or both: only items both reads hold are compared (an item
+    past one read's cut has not disappeared)."""
     out: list[tuple[str, str, str]] = []
     for kind in ITEM_KEY:
         if kind not in a or kind not in b:
             continue
         left = {item_name(kind, it): it for it in a[kind]}
         right = {item_name(kind, it): it for it in b[kind]}
-        for name in sorted(left.keys() - right.keys()):
-            out.append((kind, name, "disappeared"))
-        for name in sorted(right.keys() - left.keys()):
-            out.append((kind, name, "appeared"))
+        if kind not in partial:
+            for name in sorted(left.keys() - right.keys()):
+                out.append((kind, name, "disappeared"))
+            for name in sorted(right.keys() - left.keys()):
+                out.append((kind, name, "appeared"))
         for name in sorted(left.keys() & right.keys()):
             x, y = left[name], right[name]
             if not (isinstance(x, dict) and isinstance(y, dict)):
-                if x != y:
+                if not same_json(x, y):
                     out.append((kind, name, "definition"))
                 continue
-            changed = sorted(k for k in (x.keys() | y.keys()) if k != "_meta" and x.get(k) != y.get(k))
+            changed = sorted(k for k in (x.keys() | y.keys()) if k != "_meta" and not same_json(x.get(k), y.get(k)))
             if changed:
                 out.append((kind, name, ", ".join(changed)))
     return out
 
 
+def catalogue_evidence(reading: Reading, cat: Catalogue) -> list[Evidence]:
+    """Every finding one reading of the catalogue makes: drift, a pagination loop, untrusted text.
+    `mcp-tempest catalogue` records them and `replay` re-judges a catalogue finding with them."""
+    from mcp_tempest.fuzz.text_flags import flag_catalogue
+
+    return (drift_evidence(reading) + pagination_evidence(reading)
+            + text_evidence(reading, flag_catalogue(cat.items, cat.instructions)))
+
+
+def _readable(reads: dict[str, ListRead]) -> dict[str, list[Any]]:
+    return {name: r.items for name, r in reads.items() if not r.failed}
+
+
 def drift_evidence(reading: Reading) -> list[Evidence]:
     """Each definition that changed between reads, as a finding of the list's own rule."""
     first = reading.first
-    pairs: list[tuple[str, dict[str, list[Any]], dict[str, list[Any]]]] = []
-    if len(first.listings) >= 2:
-        pairs.append(("two reads on one process", first.listings[0], first.listings[1]))
-    if reading.fresh is not None and first.listings and reading.fresh.listings:
-        pairs.append((reading.fresh_note, first.listings[0], reading.fresh.listings[0]))
+    pairs: list[tuple[str, dict[str, ListRead], dict[str, ListRead]]] = []
+    if len(first.list_reads) >= 2:
+        pairs.append(("two reads on one process", first.list_reads[0], first.list_reads[1]))
+    if reading.fresh is not None and first.list_reads and reading.fresh.list_reads:
+        pairs.append((reading.fresh_note, first.list_reads[0], reading.fresh.list_reads[0]))
     found: list[Evidence] = []
     seen: set[tuple[str, str, str, str]] = set()
-    for where, a, b in pairs:
-        for kind, name, what in diff_listings(a, b):
+    for where, reads_a, reads_b in pairs:
+        a, b = _readable(reads_a), _readable(reads_b)
+        partial = frozenset(n for n in a.keys() & b.keys() if not (reads_a[n].complete and reads_b[n].complete))
+        for kind, name, what in diff_listings(a, b, partial):
             if (kind, name, what, where) in seen:
                 continue
             seen.add((kind, name, what, where))
@@ -357,13 +415,40 @@ def _short(item: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def pagination_evidence(reading: Reading) -> list[Evidence]:
+    """A list whose `nextCursor` came back to a cursor already followed: the list never ends, so
+    no client can read it whole. DIGEST §9.5 (a missing nextCursor is the end; cursors stable) has
+    no rule id of its own, so the finding is filed under the list's own rule, as drift is."""
+    from mcp_tempest.fuzz.properties.lists import LISTS
+
+    found: list[Evidence] = []
+    seen: set[str] = set()
+    probes = [reading.first] + ([reading.fresh] if reading.fresh is not None else [])
+    for result in probes:
+        for reads in result.list_reads:
+            for kind, r in reads.items():
+                if r.loop is None or kind in seen:
+                    continue
+                seen.add(kind)
+                method = METHOD[kind]
+                rule = LISTS[method][2]
+                title = f"catalogue pagination loops: {method} nextCursor repeats a cursor already followed"
+                detail = (f"page {r.loop} answered nextCursor {_short(r.loop_cursor, 80)}, a cursor an earlier page "
+                          "had already given, so following nextCursor never reaches the end (DIGEST §9.5: a "
+                          f"missing nextCursor is the end); the read stopped there ({r.pages} pages, "
+                          f"{len(r.items)} items)")
+                v = Violation(rule, "MUST", title, detail, method)
+                found.append(_evidence(reading, v, {"kind": kind, "loop_page": r.loop}))
+    return found
+
+
 def _evidence(reading: Reading, v: Violation, case: dict[str, Any]) -> Evidence:
     spec_target = reading.first.target
     return Evidence(
         rule=v.rule, strength=v.strength, title=v.title, method=v.method, transport=reading.first.transport,
         mutation=None, property=PROPERTY, case={"property": PROPERTY, **case},
-        transcript=reading.transcript.to_json(), violations=[v.to_json()], target=spec_target, confirmed=True,
-        note="found by reading the catalogue (mcp-tempest catalogue); run that command again to reproduce",
+        transcript=reading.transcript_json(), violations=[v.to_json()], target=spec_target, confirmed=True,
+        note="found by reading the catalogue (mcp-tempest catalogue); `mcp-tempest replay` reads it again the same way",
     )
 
 

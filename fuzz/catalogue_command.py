@@ -1,7 +1,8 @@
 """`mcp-tempest catalogue`: the token cost of a server's catalogue, its drift, its untrusted text.
 
-Exit status: 0 within budget and no failing finding; 1 over `--max-tokens`/`--max-tool-tokens`
-or a failing finding (catalogue drift is MUST; untrusted-text flags are HEURISTIC observations
+Exit status: 0 within budget and no failing finding; 1 over `--max-tokens`/`--max-tool-tokens`,
+or under such a gate a catalogue that could not be read whole (a list cut short or unreadable: its
+count is a lower bound, so the gate cannot pass), or a failing finding (catalogue drift is MUST; untrusted-text flags are HEURISTIC observations
 and fail only under `--fail-on heuristic`); 2 bad input or an unusable target, one line.
 """
 
@@ -16,8 +17,11 @@ from typing import Any, NoReturn
 import orjson
 
 from mcp_tempest.targets import extra_headers, validate
-from mcp_tempest.targets.probe import DEFAULT_MAX_PAGES, DEFAULT_PROBE_TIMEOUT, ProbeFailure
+from mcp_tempest.targets.list_reader import add_budget_options, budget_from_args
+from mcp_tempest.targets.probe import DEFAULT_PROBE_TIMEOUT, ProbeFailure
 from mcp_tempest.targets.target_spec import TargetError, parse_target
+
+TITLE_WIDTH = 300  # a finding's title names the item: bounded on the terminal, whole in findings.json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,29 +47,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="where findings.json, repro/ and catalogue.json go "
                    "(default ./tempest-out/catalogue-<timestamp>/)")
     p.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT, help="seconds to wait for each answer")
-    p.add_argument("--max-pages", type=int, default=DEFAULT_MAX_PAGES, help="pages followed per list")
+    add_budget_options(p)  # --max-pages, --max-list-mib, --list-seconds: each pass over the lists is bounded
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
     extra_headers.add_option(p)
     return p
 
 
 def catalogue_main(argv: list[str]) -> int:
-    from mcp_tempest.fuzz.catalogue import Catalogue, drift_evidence, over_budget, read, text_evidence
+    from mcp_tempest.fuzz.catalogue import Catalogue, catalogue_evidence, over_budget, read
     from mcp_tempest.fuzz.findings import FindingStore, atomic_write
-    from mcp_tempest.fuzz.text_flags import flag_catalogue
+    from mcp_tempest.fuzz.safe_text import visible
 
     args = build_parser().parse_args(argv)
     try:
         validate.seconds(args.timeout, "--timeout")
-        for name, value in (("--max-pages", args.max_pages), ("--max-tokens", args.max_tokens),
-                            ("--max-tool-tokens", args.max_tool_tokens)):
-            if value is not None and value < (1 if name == "--max-pages" else 0):
-                raise validate.InputError(f"{name} must be {'at least 1' if name == '--max-pages' else 'zero or more'}")
+        budget = budget_from_args(args)
+        for name, value in (("--max-tokens", args.max_tokens), ("--max-tool-tokens", args.max_tool_tokens)):
+            if value is not None and value < 0:
+                raise validate.InputError(f"{name} must be zero or more")
         extra_headers.configure(args.header)
         spec = parse_target(args.target, allow_remote=args.allow_remote)
-        reading = read(spec, timeout=args.timeout, max_pages=args.max_pages, drift=not args.no_drift)
+        reading = read(spec, timeout=args.timeout, budget=budget, drift=not args.no_drift)
     except (validate.InputError, extra_headers.HeaderError, TargetError, ProbeFailure) as exc:
-        print(f"catalogue: {exc}", file=sys.stderr)
+        print(f"catalogue: {visible(exc)}", file=sys.stderr)  # a probe failure may quote the server
         return 2
     cat = Catalogue.from_probe(reading.first)
     out_dir = Path(args.out) if args.out else Path("tempest-out") / (
@@ -75,8 +79,7 @@ def catalogue_main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"catalogue: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    evidence = drift_evidence(reading) + text_evidence(reading, flag_catalogue(cat.items, cat.instructions))
-    for ev in evidence:
+    for ev in catalogue_evidence(reading, cat):
         store.record(ev)
     doc = cat.to_json()
     # Each finding with its detail: the changed definition or the offending span, escaped.
@@ -84,7 +87,9 @@ def catalogue_main(argv: list[str]) -> int:
     doc["drift_checked"] = None if args.no_drift else f"two reads on one process; {reading.fresh_note}"
     gate = over_budget(cat, args.max_tokens, args.max_tool_tokens)
     doc["over_budget"] = gate or None
-    store.extra["catalogue"] = cat.to_json()
+    # The same measurement as `doc`, without the findings (findings.json holds them): shared, not
+    # made twice, since a catalogue of 100,000 tools is 100,000 rows.
+    store.extra["catalogue"] = {k: v for k, v in doc.items() if k not in ("findings", "drift_checked", "over_budget")}
     store.write_index()
     try:
         atomic_write(out_dir / "catalogue.json", orjson.dumps(doc, option=orjson.OPT_INDENT_2))
@@ -93,18 +98,18 @@ def catalogue_main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(orjson.dumps(doc).decode() + "\n")
     else:
-        print(f"target: {spec.text} ({cat.era_label})")
+        print(f"target: {visible(spec.text)} ({cat.era_label})")
         print("\n".join(cat.table()))
         for f in store.findings:
             verdict = "FINDING" if f.fails(args.fail_on) else "observation"
-            print(f"{verdict} {f.label} {f.rule}: {f.title}")
+            print(f"{verdict} {f.label} {f.rule}: {visible(f.title, TITLE_WIDTH)}")
             detail = _detail(f)
             if detail:
-                print(f"    {detail}")
+                print(f"    {visible(detail)}")
         print(f"output in {out_dir}")
     failing = store.failures
     if store.write_error:
-        print(f"catalogue: {store.write_error}", file=sys.stderr)
+        print(f"catalogue: {visible(store.write_error)}", file=sys.stderr)
         return 2
     if gate:
         print(gate, file=sys.stderr)

@@ -26,10 +26,12 @@ Files written under the campaign's out directory (the format is a promise, see C
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from typing import Any
 import orjson
 
 from mcp_tempest.fuzz.oracle.model import Signature, signature
+from mcp_tempest.strategies.json_bounds import MAX_WRITTEN_DEPTH, cut_deep
 from mcp_tempest.targets import validate
 from mcp_tempest.targets.bounded_read import read_bounded
 from mcp_tempest.targets.wire import MODERN_VERSION
@@ -97,7 +100,7 @@ class Evidence:
         sent, then bytes."""
         events = self.transcript.get("events", [])
         sent = sum(1 for e in events if e.get("kind") == "send")
-        return (0 if self.confirmed else 1), sent, len(orjson.dumps(self.transcript))
+        return (0 if self.confirmed else 1), sent, len(encode_document(self.transcript, indent=False)[0])
 
 
 @dataclass(slots=True)
@@ -129,10 +132,14 @@ class ProbeRecord:
     evidence: Evidence
     repro: str
     count: int = 0
+    missing: str = ""  # why its repro file could not be written (the finding is kept regardless)
 
     def to_json(self, repro: str | None = None) -> dict[str, Any]:
-        return {"probe": self.probe, "probe_rule": self.probe_rule, "count": self.count,
-                "confirmed": self.evidence.confirmed, "repro": repro or self.repro}
+        out = {"probe": self.probe, "probe_rule": self.probe_rule, "count": self.count,
+               "confirmed": self.evidence.confirmed, "repro": repro or self.repro}
+        if self.missing and not repro:
+            out["repro_missing"] = self.missing
+        return out
 
 
 FAIL_ON_CHOICES = ("must", "should", "heuristic")
@@ -162,6 +169,10 @@ class Finding:
     flaky: bool = False
     sightings: dict[tuple[str, str, str, str], Sighting] = field(default_factory=dict)
     probes: dict[str, ProbeRecord] = field(default_factory=dict)
+    # Why `repro` could not be written, or what had to be left out of it to write it; empty when
+    # the file holds the whole kept evidence. A finding is never lost for its repro.
+    repro_missing: str = ""
+    repro_note: str = ""
 
     @property
     def confirmed(self) -> bool:
@@ -228,6 +239,10 @@ class Finding:
         }
         if self.flaky:
             out["flaky"] = True
+        if self.repro_missing:
+            out["repro_missing"] = self.repro_missing
+        if self.repro_note:
+            out["repro_note"] = self.repro_note
         return out
 
 
@@ -259,6 +274,45 @@ def strength_rank(strength: str) -> int:
 def sort_key(f: Finding, fail_on: str = DEFAULT_FAIL_ON) -> tuple[int, int, str, str]:
     """Failures before observations; then the strongest; then by rule."""
     return (0 if f.fails(fail_on) else 1, strength_rank(f.strength), f.rule, f.id)
+
+
+def bound_evidence(ev: Evidence) -> str:
+    """Cut, in place, what the server said deeper than MAX_WRITTEN_DEPTH out of the evidence's
+    parsed messages (their raw text stays whole), and say so; "" when nothing was that deep.
+    Why at record time: every reader of a finding (the repro, junit, the HTML report, the
+    terminal) encodes those messages with orjson, which refuses anything nested past 254."""
+    bounded, parts = cut_deep(ev.transcript, MAX_WRITTEN_DEPTH)
+    if not parts:
+        return ""
+    note = (f"{parts} part(s) of the server's messages nested deeper than {MAX_WRITTEN_DEPTH} levels are "
+            "kept as raw text only (their parsed copies were cut)")
+    ev.transcript = bounded
+    ev.note = f"{ev.note}; {note}" if ev.note else note
+    return note
+
+
+def encode_document(doc: Any, *, indent: bool = True) -> tuple[bytes, str]:
+    """`doc` as JSON bytes, whatever it holds, and a note of what had to change to write it (empty
+    when nothing did). orjson writes nothing nested deeper than 254 and no integer past 64 bits;
+    a server's answer can be both (a tools/list whose inputSchema is nested 500 deep). Then the
+    parts deeper than MAX_WRITTEN_DEPTH are replaced by empty containers (a transcript keeps the
+    raw line of every message, so the evidence is still whole), and what orjson still refuses is
+    written by the standard library, unencodable values as their repr."""
+    option = orjson.OPT_INDENT_2 if indent else 0
+    try:
+        return orjson.dumps(doc, option=option), ""
+    except TypeError:  # orjson.JSONEncodeError: too deep, a huge integer, a lone surrogate, ...
+        pass
+    kept, parts = cut_deep(doc, MAX_WRITTEN_DEPTH)
+    note = (f"{parts} value(s) nested deeper than {MAX_WRITTEN_DEPTH} levels were written as empty ones "
+            "(each message's raw text is kept whole)" if parts else "")
+    if parts and isinstance(kept, dict):
+        kept["written_cut"] = note
+    try:
+        return orjson.dumps(kept, option=option), note
+    except TypeError:
+        text = json.dumps(kept, indent=2 if indent else None, default=repr)  # ASCII: lone surrogates escaped
+        return text.encode("ascii"), note or "values JSON cannot hold were written as their repr"
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -394,6 +448,7 @@ class FindingStore:
         The evidence replaces the stored one when it is smaller, which is how Hypothesis'
         shrinking reaches the file: every accepted shrink step is a smaller failing execution.
         """
+        cut_note = bound_evidence(ev)
         key = ev.group_key()
         with self._lock:
             found = self._findings.get(key)
@@ -431,6 +486,7 @@ class FindingStore:
                 found.transport = ev.transport
                 found.mutation = ev.mutation
                 self._write_repro(found)
+                found.repro_note = found.repro_note or cut_note
             if ev.probe_name:
                 self._record_probe(found, ev)
             self._write_index_locked()
@@ -451,9 +507,13 @@ class FindingStore:
                 self._write_probe_repro(found, other, only=other is rec)
 
     def _write_probe_repro(self, found: Finding, rec: ProbeRecord, *, only: bool = True) -> None:
+        """Never raises, like `_write_repro`: a failure is kept as the probe's `missing`."""
         path = self.out_dir / rec.repro
         if not only and path.exists():
             return
+        rec.missing, _ = self._write_document(path, lambda: self._probe_document(found, rec))
+
+    def _probe_document(self, found: Finding, rec: ProbeRecord) -> dict[str, Any]:
         kept = found.evidence
         try:
             found.evidence = rec.evidence
@@ -463,7 +523,7 @@ class FindingStore:
         ev = rec.evidence
         doc.update(probe=rec.probe, probe_rule=rec.probe_rule, title=ev.title, method=ev.method,
                    mutation=ev.mutation, transport=ev.transport, property=ev.property)
-        self._write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        return doc
 
     def mark_flaky(self, finding_id: str) -> None:
         with self._lock:
@@ -488,21 +548,56 @@ class FindingStore:
             "failures": sum(1 for f in ordered if f.fails(self.fail_on)),
             "observations": sum(1 for f in ordered if not f.fails(self.fail_on)),
             "findings": [f.to_json(self.fail_on) for f in ordered],
+            **({"bounded": bounded} if (bounded := self.bounded()) else {}),
             **self.extra,
         }
 
+    def bounded(self) -> dict[str, Any]:
+        """Per target, what the campaign left out of what the server offered, from the surface it
+        judged by (fuzz.properties.surface.bound_surface): lists sampled ("listed" against
+        "exercised") and tool schemas cut at MAX_SCHEMA_DEPTH (whose, how deep, where)."""
+        out: dict[str, Any] = {}
+        for target, context in (self.conditions.contexts if self.conditions else {}).items():
+            surface = context.get("surface") if isinstance(context, dict) else None
+            if not isinstance(surface, dict) or not (surface.get("listed") or surface.get("cuts")):
+                continue
+            fields = {"tools": "tools", "resources": "resources", "resource templates": "templates",
+                      "prompts": "prompts"}
+            out[target] = {
+                "lists": {label: {"listed": n, "exercised": len(surface.get(fields.get(label, label)) or [])}
+                          for label, n in (surface.get("listed") or {}).items()},
+                "schema_cuts": list(surface.get("cuts") or []),
+            }
+        return out
+
     def _write_index_locked(self) -> None:
-        self._write(self.out_dir / "findings.json", orjson.dumps(self.index_document(), option=orjson.OPT_INDENT_2))
+        missing, _ = self._write_document(self.out_dir / "findings.json", self.index_document)
+        if missing:
+            self.write_error = self.write_error or missing
 
     def _write_repro(self, finding: Finding) -> None:
-        doc = repro_document(finding, target=self.target, seed=self.seed, conditions=self.conditions)
-        self._write(self.out_dir / finding.repro, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        """Never raises: a repro that cannot be made or written leaves the finding in the index
+        with `repro_missing` saying why, and the campaign goes on."""
+        finding.repro_missing, finding.repro_note = self._write_document(
+            self.out_dir / finding.repro,
+            lambda: repro_document(finding, target=self.target, seed=self.seed, conditions=self.conditions))
 
-    def _write(self, path: Path, data: bytes) -> None:
+    def _write_document(self, path: Path, build: Callable[[], Any]) -> tuple[str, str]:
+        """Build and write one JSON document; returns (why it is missing, what was left out of it),
+        both empty when it was written whole. Nothing raised while building, encoding or writing
+        it escapes (a finding is worth more than its file); an interrupt still does."""
+        try:
+            data, note = encode_document(build())
+        except Exception as exc:  # noqa: BLE001 - any failure to make the file is reported, not raised
+            return f"the repro could not be made: {type(exc).__name__}: {exc}"[:300], ""
         try:
             atomic_write(path, data)
         except OSError as exc:
-            self.write_error = self.write_error or f"cannot write {path}: {exc.strerror or exc}"
+            reason = f"cannot write {path}: {exc.strerror or exc}"
+            self.write_error = self.write_error or reason
+            return reason, ""
+        return "", note
+
 
 
 def load_repro(path: Path) -> dict[str, Any]:

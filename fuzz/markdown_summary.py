@@ -12,15 +12,19 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from mcp_tempest.fuzz.findings import Finding, PropertyRun, probe_text
+from mcp_tempest.fuzz.safe_text import markdown_cell, markdown_code
 
 if TYPE_CHECKING:
     from mcp_tempest.fuzz.catalogue import Catalogue
 
 MAX_ROWS = 50
+CELL_WIDTH = 500  # characters shown per cell; findings.json has the whole text
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Titles, notes, tool names and answers quote the server (see fuzz/safe_text.py); each cell
+    is bounded so a hostile name cannot push the page past a step summary's size limit."""
+    return markdown_cell(text, CELL_WIDTH)
 
 
 def markdown_summary(
@@ -32,7 +36,7 @@ def markdown_summary(
     lines = [
         f"## mcp-tempest fuzz: {verdict}",
         "",
-        f"Target `{_cell(target)}`, seed {seed}, {examples} examples in {seconds:.0f} s"
+        f"Target {markdown_code(target)}, seed {seed}, {examples} examples in {seconds:.0f} s"
         + (" (interrupted)" if interrupted else "") + ".",
         "",
     ]
@@ -75,7 +79,14 @@ def reach_markdown(reach: dict | None) -> list[str]:
                          f" | {r['unanswered']} | {_cell(answer)} |")
     code = reach.get("code")
     if code:
-        if code.get("measured"):
+        if code.get("measured") and code.get("kind") == "functions":
+            lines += ["", f"Server code coverage: {code['percent']:.1f}% of functions (V8, Node.js).", "",
+                      "| file | functions | reached | never reached |", "| --- | --- | --- | --- |"]
+            for f in sorted(code.get("files", []), key=lambda f: (f["percent"], f["path"]))[:MAX_ROWS]:
+                never = ", ".join(f["never_reached"][:20]) + (" ..." if len(f["never_reached"]) > 20 else "")
+                lines.append(f"| {_cell(f['path'])} | {f['functions']} | {len(f['reached'])} | {_cell(never or '-')} |")
+            lines += [f"{_cell(note)}." for note in code.get("notes", [])]
+        elif code.get("measured"):
             lines += ["", f"Server code coverage: {code['percent']:.1f}% (lines and branches, coverage.py)."]
         else:
             lines += ["", f"{_cell(code.get('reason', 'code coverage: not measured'))}."]

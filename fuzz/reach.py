@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp_tempest.fuzz.safe_text import visible
+
 #: How many of a tool's most frequent isError / protocol error texts are kept, and how long each.
 TOP_TEXTS = 3
 TEXT_WIDTH = 120
@@ -216,7 +218,8 @@ class ToolsReport:
             tally = self.reach.tools.get(name)
             if tally:
                 answers.update(tally.texts)
-        names = ", ".join(never[:8]) + (f" and {len(never) - 8} more" if len(never) > 8 else "")
+        names = (", ".join(visible(n, 28) for n in never[:8])
+                 + (f" and {len(never) - 8} more" if len(never) > 8 else ""))
         common = f" (most common answer: {shorten(answers.most_common(1)[0][0], 80)!r})" if answers else ""
         return (f"reach: {len(never)} of {len(callable_)} tools never returned a successful result: "
                 f"{names}{common}")
@@ -228,8 +231,9 @@ class ToolsReport:
         for r in rows:
             tally = self.reach.tools.get(r["name"])
             answer = r.get("never_called") or (shorten(tally.common_answer, 48) if tally and not r["ok"] else "")
-            out.append(f"  {shorten(r['name'], 28):<28} {r['calls']:>6} {r['ok']:>6} {r['is_error']:>7} "
-                       f"{r['protocol_error']:>6} {r['unanswered']:>6}  {answer}")
+            # the server wrote both: every hidden character escaped (a name keeps its \r\n visible)
+            out.append(f"  {visible(r['name'], 28):<28} {r['calls']:>6} {r['ok']:>6} {r['is_error']:>7} "
+                       f"{r['protocol_error']:>6} {r['unanswered']:>6}  {visible(answer)}")
         return out
 
 

@@ -41,6 +41,7 @@ import orjson
 
 from mcp_tempest.fuzz.oracle.model import Signature, Violation, signature
 from mcp_tempest.fuzz.properties.case import Case, Step
+from mcp_tempest.fuzz.safe_text import visible
 from mcp_tempest.targets import auth_client, extra_headers, validate
 from mcp_tempest.targets.transcript import Transcript
 
@@ -266,6 +267,10 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
         spec = parse_target(target_text, allow_remote=allow_remote, isolate_network=isolate_network)
     except TargetError as exc:
         raise ReplayUsageError(str(exc)) from None
+    from mcp_tempest.fuzz.catalogue import PROPERTY as CATALOGUE_PROPERTY
+
+    if doc.get("property") == CATALOGUE_PROPERTY:  # found by reading the catalogue: replayed by reading it
+        return _play_catalogue(doc, spec, max(timeout, start))
     has_case = isinstance(doc.get("case"), dict)
     try:
         case = Case.from_json(doc["case"]) if has_case else case_from_transcript(doc)
@@ -303,6 +308,26 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
     violations = judge_run(prop, run, ctx)
     return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), spec.text, violations,
                          run.transcript, label=str(doc.get("label") or doc.get("strength") or ""), strict=has_case,
+                         recorded=recorded_signature(doc), mutation=doc.get("mutation"))
+
+
+def _play_catalogue(doc: dict[str, Any], spec: Any, timeout: float) -> ReplayOutcome:
+    """A catalogue finding (drift, a pagination loop, untrusted text) is no frame sequence: it is
+    what reading the catalogue showed. So the catalogue is read again the way the finding read it
+    (a drift finding: twice on one process and once on a fresh one; the others: once) and judged
+    by the same code as `mcp-tempest catalogue`; the recorded bug is matched by its signature."""
+    from mcp_tempest.fuzz.catalogue import Catalogue, catalogue_evidence, read
+    from mcp_tempest.targets.probe import ProbeFailure
+
+    case = doc.get("case") if isinstance(doc.get("case"), dict) else {}
+    try:
+        reading = read(spec, timeout=timeout, drift="between" in case)
+    except ProbeFailure as exc:
+        raise ReplayUsageError(f"could not run the target {spec.text}: {exc}") from None
+    cat = Catalogue.from_probe(reading.first)
+    violations = [Violation.from_json(v) for ev in catalogue_evidence(reading, cat) for v in ev.violations]
+    return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), spec.text, violations,
+                         reading.transcript, label=str(doc.get("label") or doc.get("strength") or ""),
                          recorded=recorded_signature(doc), mutation=doc.get("mutation"))
 
 
@@ -384,7 +409,7 @@ def replay_main(argv: list[str]) -> int:
                                       base=path.resolve().parent, attempts=args.attempts,
                                       isolate_network=args.isolate_network)
     except (ReplayUsageError, ValueError, auth_client.AuthServerError) as exc:
-        print(f"mcp-tempest replay: {exc}", file=sys.stderr)
+        print(f"mcp-tempest replay: {visible(exc)}", file=sys.stderr)
         return EXIT_UNUSABLE
     finally:
         if auth is not None:
@@ -407,6 +432,6 @@ def replay_main(argv: list[str]) -> int:
         if outcome.label.startswith("unconfirmed"):
             print(f"  recorded as {outcome.label}: the campaign did not see it on fresh processes")
         for v in outcome.violations:
-            print(f"  {v.strength} {v.rule}: {v.title}" + (f" ({v.detail})" if v.detail else ""))
-    print(verdict.describe())
+            print(visible(f"  {v.strength} {v.rule}: {v.title}" + (f" ({v.detail})" if v.detail else "")))
+    print(visible(verdict.describe()))  # titles and details quote what the server answered
     return verdict.exit_status

@@ -9,7 +9,6 @@ attached to CI artefacts and opened from disk, often without network.
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
@@ -20,6 +19,7 @@ import orjson
 
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write, probe_text
 from mcp_tempest.fuzz.markdown_summary import summary_bytes
+from mcp_tempest.fuzz.safe_text import NAME_WIDTH, html_text, visible
 from mcp_tempest.fuzz.sarif import sarif_bytes
 from mcp_tempest.targets.frame_recipe import describe
 from mcp_tempest.targets.wire import MODERN_VERSION
@@ -93,12 +93,13 @@ def junit_xml(
         errors=counts["error"], skipped=counts["skipped"], time=f"{seconds:.3f}",
     )
     suite = ET.SubElement(
-        root, "testsuite", name=f"mcp-tempest fuzz {target}", tests=str(len(cases)),
+        root, "testsuite", name=f"mcp-tempest fuzz {visible(target)}", tests=str(len(cases)),
         failures=counts["failure"], errors=counts["error"], skipped=counts["skipped"], time=f"{seconds:.3f}",
         timestamp=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
     )
     props = ET.SubElement(suite, "properties")
-    for name, value in (("target", target), ("revision", MODERN_VERSION), ("seed", str(seed)), ("fail-on", fail_on)):
+    for name, value in (("target", visible(target)), ("revision", MODERN_VERSION), ("seed", str(seed)),
+                        ("fail-on", fail_on)):
         ET.SubElement(props, "property", name=name, value=value)
     for key in sorted(cases):
         run = cases[key]
@@ -109,23 +110,23 @@ def junit_xml(
         here = [f for f in failing if f.seen_in(*key)]
         seen = [f for f in findings if f.seen_in(*key) and not f.fails(fail_on)]
         if results[key] == "failure":
-            head = "; ".join(f"{f.label} {f.rule}: {f.title}" for f in here)
+            head = "; ".join(f"{f.label} {f.rule}: {visible(f.title, 500)}" for f in here)
             failure = ET.SubElement(
                 case, "failure", type=here[0].rule,
                 message=f"{len(here)} finding{'s' * (len(here) != 1)}: {head}"[:500],
             )
             texts = [_failure_text(f, out_dir) for f in here]
             if run.error:
-                texts.append(f"the harness also stopped with an error: {run.error}")
+                texts.append(f"the harness also stopped with an error: {visible(run.error, multiline=True)}")
             failure.text = "\n\n".join(texts)
         elif results[key] == "error":
-            err = ET.SubElement(case, "error", message=run.error[:500])
-            err.text = run.error
+            err = ET.SubElement(case, "error", message=visible(run.error, 500))
+            err.text = visible(run.error, multiline=True)
         elif results[key] == "skipped":
-            ET.SubElement(case, "skipped", message=run_skip_reason(run) or "skipped")
+            ET.SubElement(case, "skipped", message=visible(run_skip_reason(run) or "skipped"))
         out = ET.SubElement(case, "system-out")
-        lines = [f"{run.examples} examples" + (f"; {run.note}" if run.note else "")]
-        lines += [f"observation {f.id}: {f.label} {f.rule}: {f.title} ({where_seen(f)}); "
+        lines = [f"{run.examples} examples" + (f"; {visible(run.note)}" if run.note else "")]
+        lines += [f"observation {f.id}: {f.label} {f.rule}: {visible(f.title)} ({where_seen(f)}); "
                   f"replay: {replay_command(f, out_dir)}" for f in seen]
         out.text = "\n".join(lines)
     ET.indent(root)
@@ -135,9 +136,9 @@ def junit_xml(
 def _failure_text(f: Finding, out_dir: Path | None) -> str:
     lines = [
         f"finding {f.id}: {f.label} {f.rule}",
-        f"title: {f.title}",
+        f"title: {visible(f.title)}",
         f"seen in: {where_seen(f)}",
-        f"probe: {probe_text(f)}",
+        f"probe: {visible(probe_text(f))}",
         f"seen {f.count} time(s); reproduction: {f.repro}",
         f"replay: {replay_command(f, out_dir)}",
         "",
@@ -148,10 +149,11 @@ def _failure_text(f: Finding, out_dir: Path | None) -> str:
 
 
 def render_transcript_text(transcript: dict[str, Any], *, limit: int = 400) -> list[str]:
-    """A plain-text transcript: one line per event, for junit and the terminal."""
+    """A plain-text transcript: one line per event, for junit and the terminal (what the server
+    sent is in it: every line goes through `visible`, orjson leaves bidi and U+2028 raw)."""
     out: list[str] = []
     for i, ev in enumerate(transcript.get("events", [])[:limit]):
-        out.append(f"[{i:3d}] p{ev.get('proc', 0)} {_event_summary(ev)}")
+        out.append(visible(f"[{i:3d}] p{ev.get('proc', 0)} {_event_summary(ev)}"))
     extra = len(transcript.get("events", [])) - limit
     if extra > 0:
         out.append(f"... {extra} more events")
@@ -221,7 +223,7 @@ def report_html(
 ) -> str:
     """The page leads with the findings, one collapsed block per bug (a campaign with dozens of
     findings stays one screen of summaries), then the observations, then the property runs."""
-    e = html.escape
+    e = html_text
     failing = [f for f in findings if f.fails(fail_on)]
     observed = [f for f in findings if not f.fails(fail_on)]
     verdict = (
@@ -233,7 +235,7 @@ def report_html(
     head = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>mcp-tempest fuzz: {e(target)}</title>",
+        f"<title>mcp-tempest fuzz: {html_text(target, mark=False)}</title>",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<style>{_CSS}</style></head><body>",
         "<h1>mcp-tempest fuzz report</h1>",
@@ -293,7 +295,7 @@ def reach_html(reach: dict[str, Any] | None) -> list[str]:
     """The tools least reached first, and the server's files least covered first."""
     if not reach:
         return []
-    e = html.escape
+    e = html_text
     out: list[str] = []
     tools = sorted(reach.get("tools", []), key=lambda r: (r["ok"] > 0, r["ok"], r["name"]))
     if tools:
@@ -304,12 +306,24 @@ def reach_html(reach: dict[str, Any] | None) -> list[str]:
         for r in tools:
             answer = r.get("never_called") or (r["answers"][0]["text"] if r.get("answers") and not r["ok"] else "")
             cls = "ok" if r["ok"] else "bad"
-            out.append(f"<tr><td>{e(r['name'])}</td><td>{r['calls']}</td><td class=\"{cls}\">{r['ok']}</td>"
+            out.append(f"<tr><td>{e(r['name'], NAME_WIDTH)}</td><td>{r['calls']}</td>"
+                       f"<td class=\"{cls}\">{r['ok']}</td>"
                        f"<td>{r['is_error']}</td><td>{r['protocol_error']}</td><td>{r['unanswered']}</td>"
                        f"<td>{e(r.get('first_ok_source', ''))}</td><td>{e(answer)}</td></tr>")
         out.append("</table>")
     code = reach.get("code")
-    if code and code.get("measured"):
+    if code and code.get("measured") and code.get("kind") == "functions":
+        out.append(f"<h2>Server code coverage: {code['percent']:.1f}% of functions</h2>"
+                   "<p>Functions of the server's own code, measured with V8's coverage (NODE_V8_COVERAGE); a "
+                   "function nested in one that never ran is not listed.</p>")
+        out.append("<table><tr><th>file (least covered first)</th><th>percent</th><th>functions</th>"
+                   "<th>reached</th><th>never reached</th></tr>")
+        for f in sorted(code.get("files", []), key=lambda f: (f["percent"], f["path"]))[:20]:
+            out.append(f"<tr><td>{e(f['path'])}</td><td>{f['percent']:.1f}</td><td>{f['functions']}</td>"
+                       f"<td>{len(f['reached'])}</td><td>{e(', '.join(f['never_reached']))}</td></tr>")
+        out.append("</table>")
+        out += [f"<p>{e(note)}</p>" for note in code.get("notes", [])]
+    elif code and code.get("measured"):
         out.append(f"<h2>Server code coverage: {code['percent']:.1f}%</h2>"
                    "<p>Lines and branches of the server's own code, measured with coverage.py "
                    "(<a href=\"coverage_html/index.html\">coverage_html/</a>, coverage.xml).</p>")
@@ -324,7 +338,7 @@ def reach_html(reach: dict[str, Any] | None) -> list[str]:
 
 
 def _finding_section(f: Finding, out_dir: Path | None) -> str:
-    e = html.escape
+    e = html_text
     ev = f.evidence
     hl = {v.get("event") for v in ev.violations if isinstance(v.get("event"), int)}
     parts = [
@@ -375,7 +389,7 @@ def _finding_section(f: Finding, out_dir: Path | None) -> str:
 
 def transcript_html(transcript: dict[str, Any], *, highlight: set[int] | None = None, limit: int = 600) -> str:
     """Every event in order; a process start is a full-width divider, so boundaries stand out."""
-    e = html.escape
+    e = html_text
     highlight = highlight or set()
     rows = ['<table class="tx"><tr><th>#</th><th>t (s)</th><th>proc</th><th></th><th>content</th></tr>']
     events = transcript.get("events", [])
@@ -393,13 +407,13 @@ def transcript_html(transcript: dict[str, Any], *, highlight: set[int] | None = 
         if ev.get("status") is not None:
             content.append(f"<b>HTTP {e(str(ev['status']))}</b>")
         if ev.get("headers"):
-            hdrs = "\n".join(f"{k}: {v}" for k, v in ev["headers"].items())
-            content.append(f"<details><summary>headers</summary><pre>{e(hdrs)}</pre></details>")
+            hdrs = "\n".join(e(f"{k}: {v}") for k, v in ev["headers"].items())
+            content.append(f"<details><summary>headers</summary><pre>{hdrs}</pre></details>")
         body = _event_body(ev)
         if body:
             if "message" in ev:
                 body = orjson.dumps(ev["message"], option=orjson.OPT_INDENT_2).decode()
-            content.append(f"<pre>{e(body)}</pre>")
+            content.append(f"<pre>{e(body, multiline=True)}</pre>")
         if ev.get("note"):
             content.append(f"<i>{e(str(ev['note']))}</i>")
         rows.append(

@@ -11,12 +11,12 @@ id, each taking the catalogue's strings and returning violations.
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp_tempest.fuzz.oracle.model import Violation
+from mcp_tempest.fuzz.safe_text import BIDI, invisible_run
 from mcp_tempest.fuzz.token_count import count_tokens, definition_text
 
 
@@ -29,19 +29,18 @@ class Text:
     method: str | None
 
 
-def catalogue_texts(items: dict[str, list[Any]], instructions: str | None) -> list[Text]:
-    """Every string a host may put into the prompt: all of each definition, keys and values."""
+def catalogue_texts(items: dict[str, list[Any]], instructions: str | None) -> Iterator[Text]:
+    """Every string a host may put into the prompt: all of each definition, keys and values.
+    Made one at a time: 150,000 tools are a million strings, held at once 150 MB."""
     from mcp_tempest.fuzz.catalogue import METHOD, item_name
 
-    out: list[Text] = []
     if instructions:
-        out.append(Text("instructions", instructions, "server/discover"))
+        yield Text("instructions", instructions, "server/discover")
     for kind, listed in items.items():
         for item in listed:
             label = f"{kind[:-1] if kind != 'resourceTemplates' else 'template'} {item_name(kind, item)}"
             for path, s in _strings(item, ()):
-                out.append(Text(f"{label}: {'.'.join(path) or '(value)'}", s, METHOD.get(kind)))
-    return out
+                yield Text(f"{label}: {'.'.join(path) or '(value)'}", s, METHOD.get(kind))
 
 
 def _strings(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
@@ -72,32 +71,20 @@ def _flag(rule: str, title: str, t: Text, start: int, end: int) -> Violation:
 
 
 # --- TEXT-01: invisible or bidirectional-control characters ---
-
-_BIDI: Final = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _invisible(ch: str) -> bool:
-    if ch in _BIDI:
-        return True
-    code = ord(ch)
-    if 0xE0000 <= code <= 0xE007F or 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF:
-        return True  # tag characters (ASCII smuggling) and variation selectors
-    return unicodedata.category(ch) in ("Cf", "Co", "Cn") and ch not in "\u00ad"
+# What is invisible is fuzz/safe_text.py's `invisible`: the same characters the reports escape.
 
 
-def text_01(texts: list[Text]) -> list[Violation]:
-    out: list[Violation] = []
-    for t in texts:
-        for m in re.finditer(r".", t.text, re.S):
-            if _invisible(m.group()):
-                start = m.start()
-                end = start
-                while end < len(t.text) and _invisible(t.text[end]):
-                    end += 1
-                kind = "bidirectional control" if any(c in _BIDI for c in t.text[start:end]) else "invisible"
-                out.append(_flag("TEXT-01", f"{kind} characters", t, start, end))
-                break  # one per string: the span shows the first run
-    return out
+def _text_01(t: Text) -> Violation | None:
+    run = invisible_run(t.text)  # one per string: the span shows the first run
+    if run is None:
+        return None
+    start, end = run
+    kind = "bidirectional control" if any(c in BIDI for c in t.text[start:end]) else "invisible"
+    return _flag("TEXT-01", f"{kind} characters", t, start, end)
+
+
+def text_01(texts: Iterable[Text]) -> list[Violation]:
+    return [v for t in texts if (v := _text_01(t)) is not None]
 
 
 # --- TEXT-02: terminal escapes and other control characters ---
@@ -105,14 +92,16 @@ def text_01(texts: list[Text]) -> list[Violation]:
 _CONTROL: Final = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x9b]")
 
 
-def text_02(texts: list[Text]) -> list[Violation]:
-    out: list[Violation] = []
-    for t in texts:
-        m = _CONTROL.search(t.text)
-        if m:
-            what = "ANSI escape sequence" if m.group().startswith(("\x1b", "\x9b")) else "control character"
-            out.append(_flag("TEXT-02", what, t, m.start(), m.end()))
-    return out
+def _text_02(t: Text) -> Violation | None:
+    m = _CONTROL.search(t.text)
+    if m is None:
+        return None
+    what = "ANSI escape sequence" if m.group().startswith(("\x1b", "\x9b")) else "control character"
+    return _flag("TEXT-02", what, t, m.start(), m.end())
+
+
+def text_02(texts: Iterable[Text]) -> list[Violation]:
+    return [v for t in texts if (v := _text_02(t)) is not None]
 
 
 # --- TEXT-03: text addressed to the model rather than describing the tool ---
@@ -130,15 +119,16 @@ _ADDRESSED: Final = tuple(re.compile(p, re.I) for p in (
 ))
 
 
-def text_03(texts: list[Text]) -> list[Violation]:
-    out: list[Violation] = []
-    for t in texts:
-        for pattern in _ADDRESSED:
-            m = pattern.search(t.text)
-            if m:
-                out.append(_flag("TEXT-03", "text addressed to the model", t, m.start(), m.end()))
-                break
-    return out
+def _text_03(t: Text) -> Violation | None:
+    for pattern in _ADDRESSED:
+        m = pattern.search(t.text)
+        if m:
+            return _flag("TEXT-03", "text addressed to the model", t, m.start(), m.end())
+    return None
+
+
+def text_03(texts: Iterable[Text]) -> list[Violation]:
+    return [v for t in texts if (v := _text_03(t)) is not None]
 
 
 # --- TEXT-04: naming other servers' tools ---
@@ -150,20 +140,20 @@ _TOOL_REFERENCE: Final = (
 )
 
 
-def text_04(texts: list[Text], own_tools: set[str]) -> list[Violation]:
-    out: list[Violation] = []
-    for t in texts:
-        for pattern in _TOOL_REFERENCE:
-            m = next((m for m in pattern.finditer(t.text)
-                      if (m.group(1) if m.groups() else m.group()) not in own_tools
-                      and (m.group(1) if m.groups() else m.group()).lower() not in ("this", "that", "the", "a")),
-                     None)
-            if m:
-                name = m.group(1) if m.groups() else m.group()
-                out.append(_flag("TEXT-04", f"names a tool this server does not list (`{name}`)", t,
-                                 m.start(), m.end()))
-                break
-    return out
+def _text_04(t: Text, own_tools: set[str]) -> Violation | None:
+    for pattern in _TOOL_REFERENCE:
+        m = next((m for m in pattern.finditer(t.text)
+                  if (m.group(1) if m.groups() else m.group()) not in own_tools
+                  and (m.group(1) if m.groups() else m.group()).lower() not in ("this", "that", "the", "a")),
+                 None)
+        if m:
+            name = m.group(1) if m.groups() else m.group()
+            return _flag("TEXT-04", f"names a tool this server does not list (`{name}`)", t, m.start(), m.end())
+    return None
+
+
+def text_04(texts: Iterable[Text], own_tools: set[str]) -> list[Violation]:
+    return [v for t in texts if (v := _text_04(t, own_tools)) is not None]
 
 
 # --- TEXT-05: a description far longer than its schema warrants ---
@@ -190,8 +180,16 @@ def text_05(tools: list[Any]) -> list[Violation]:
 
 
 def flag_catalogue(items: dict[str, list[Any]], instructions: str | None) -> list[Violation]:
-    """Every untrusted-text observation on one catalogue, in rule order."""
-    texts = catalogue_texts(items, instructions)
+    """Every untrusted-text observation on one catalogue, in rule order: one walk over its
+    strings, each judged by every rule and dropped (what is kept is the observations)."""
     tools = items.get("tools", [])
     own = {t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
-    return [*text_01(texts), *text_02(texts), *text_03(texts), *text_04(texts, own), *text_05(tools)]
+    rules: tuple[Callable[[Text], Violation | None], ...] = (
+        _text_01, _text_02, _text_03, lambda t: _text_04(t, own))
+    found: list[list[Violation]] = [[] for _ in rules]
+    for t in catalogue_texts(items, instructions):
+        for rule, out in zip(rules, found, strict=True):
+            v = rule(t)
+            if v is not None:
+                out.append(v)
+    return [v for out in found for v in out] + text_05(tools)

@@ -32,6 +32,7 @@ from mcp_tempest.load.arguments import Arguments
 from mcp_tempest.load.recorder import OPERATION, REFUSED_HANDLE, REQUEST, SETUP, Recorder, setup_name
 from mcp_tempest.load.schema_values import is_handle_name, object_for
 from mcp_tempest.targets import wire
+from mcp_tempest.targets.list_reader import MIB, ListBudget, Page, Spend, read_list
 
 if TYPE_CHECKING:  # importing mcp_client pulls in gevent, which the runner must not
     from mcp_tempest.load.mcp_client import Reply
@@ -47,6 +48,9 @@ MIX_KINDS = (*(m for m in wire.MODERN_METHODS if m not in ("completion/complete"
 DEFAULT_MIX = "tools/list=2,tools/call=3,resources/read=2,prompts/get=1,mrtr=4"
 
 MAX_LIST_PAGES = 10
+# What one user's discovery may hold of list pages: every user of a run discovers (closed model),
+# so this is per user; the tools a mix needs fit many times over.
+LIST_BUDGET = ListBudget(pages=MAX_LIST_PAGES, bytes=4 * MIB, seconds=30.0)
 
 _ids = itertools.count(1)
 _TEMPLATE_VAR = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -139,6 +143,7 @@ class Catalog:
     prompts: list[dict[str, Any]] = field(default_factory=list)
     mrtr_tools: list[dict[str, Any]] = field(default_factory=list)
     excluded: dict[str, str] = field(default_factory=dict)  # tool -> why it is left out of the mix
+    cuts: dict[str, str] = field(default_factory=dict)  # list -> how its read was cut short (or failed)
 
     def tool(self, name: str) -> dict[str, Any] | None:
         return next((t for t in self.tools if t.get("name") == name), None)
@@ -279,6 +284,7 @@ class Session:
         # free slot behind a stalled server shows in the latency (no coordinated omission).
         self._origin_ns: int | None = None
         self._setup = False  # True while discovery and the tool probe run: their samples are setup
+        self._list_spend: Spend | None = None  # one discovery's lists share one budget
 
     # --- plumbing ---
 
@@ -364,6 +370,8 @@ class Session:
             self._setup = False
 
     def _discover(self) -> bool:
+        self._list_spend = LIST_BUDGET.spend()
+        self.catalog.cuts.clear()
         reply = self._post("server/discover", {})
         self._record("server/discover", reply)
         result = reply.result
@@ -390,21 +398,23 @@ class Session:
         return True
 
     def _list(self, method: str, key: str, *, optional: bool = False) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
+        """One list, bounded like every list read (targets/list_reader.py); a read cut short or
+        failed is kept in `catalog.cuts` (the summary says so), the items read are used."""
+        spend = self._list_spend if self._list_spend is not None else LIST_BUDGET.spend()
+
+        def fetch(cursor: str | None, seconds_left: float, bytes_left: int) -> Page:
             reply = self._post(method, {"cursor": cursor} if cursor is not None else {})
             self._record(method, reply, rpc_error_expected=optional)
-            result = reply.result
-            if reply.failure is not None or result is None:
-                break
-            page = result.get(key)
-            if isinstance(page, list):
-                items.extend(x for x in page if isinstance(x, dict))
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str):
-                break
-        return items
+            if reply.failure is not None or reply.result is None:
+                return Page(None, failure=f"{reply.failure or 'no result'}: {reply.detail}"[:200])
+            if reply.length > bytes_left:  # held already (the client's own cap bounds it): not kept
+                return Page(None, failure=f"{reply.length} bytes", over_cap=max(bytes_left, 0))
+            return Page(reply.result, reply.length)
+
+        read = read_list(fetch, key, method, key, LIST_BUDGET, spend)
+        if read.cut or (read.failed and not optional):
+            self.catalog.cuts[key] = read.describe()
+        return [x for x in read.items if isinstance(x, dict)]
 
     def probe_tools(self) -> tuple[list[dict[str, Any]], dict[str, str]]:
         """Call each tool once with only its required arguments: which ask for input, which fail.

@@ -92,6 +92,7 @@ class Recorder:
         self.in_flight = 0
         self.max_in_flight = 0
         self.excluded_tools: dict[str, str] = {}  # tool -> why the mix leaves it out
+        self.list_cuts: dict[str, str] = {}  # list -> how discovery's read of it was cut short or failed
         self.mrtr_tools: set[str] = set()  # tools found to ask for input
         self.worker_max_in_flight: dict[str, int] = {}  # master only: each worker's peak
         self.started: float | None = None
@@ -219,6 +220,7 @@ class Recorder:
             "counters": dict(self.counters),
             "max_in_flight": self.max_in_flight,
             "excluded_tools": dict(self.excluded_tools),
+            "list_cuts": dict(self.list_cuts),
             "mrtr_tools": sorted(self.mrtr_tools),
             "in_flight": self.in_flight,
             "timeline": [[sec, s.latency.to_wire(), s.failures] for sec, s in self.timeline.items()],
@@ -246,6 +248,7 @@ class Recorder:
             self.violation_examples.setdefault(rule, example)
         self.counters.update(data.get("counters") or {})
         self.excluded_tools.update(data.get("excluded_tools") or {})
+        self.list_cuts.update(data.get("list_cuts") or {})
         self.mrtr_tools.update(data.get("mrtr_tools") or [])
         for sec, lat, failures in data.get("timeline") or []:
             second = self.timeline.get(int(sec))

@@ -9,10 +9,10 @@ latency distribution; memory series), and every series is capped in points, so t
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
+from mcp_tempest.fuzz.safe_text import html_text
 from mcp_tempest.load.charts import STYLE, Chart, Series, svg
 from mcp_tempest.load.recorder import OPERATION
 from mcp_tempest.load.summary import describe_model
@@ -24,7 +24,8 @@ _HEAD = ("name", "count", "fail", "isError", "rps", "p50", "p90", "p95", "p99", 
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text))
+    """Names, isError texts and violation examples quote the server: see fuzz/safe_text.py."""
+    return html_text(text)
 
 
 def _cell(key: str, value: Any) -> str:

@@ -18,7 +18,9 @@ import re
 import uuid
 from typing import Any
 
-_MAX_DEPTH = 6
+from mcp_tempest.strategies.json_bounds import MAX_SCHEMA_DEPTH
+
+_MAX_DEPTH = 6  # below this, optional properties and array items are left out (values stay small)
 _TIME_WORDS = frozenset(
     {"date", "time", "datetime", "when", "start", "starts", "end", "ends", "deadline", "due", "timestamp"}
 )
@@ -117,12 +119,16 @@ def value_for(
     root: Any = None,
     optional: bool = True,
     depth: int = 0,
+    _walk: int = 0,
 ) -> Any:
-    """A value valid for `schema` (as far as the keywords above go)."""
+    """A value valid for `schema` (as far as the keywords above go). `depth` counts objects and
+    arrays (deep ones get fewer members), `_walk` every step of the walk, anyOf and allOf too."""
     if root is None:
         root = schema
     schema = resolve(schema, root)
-    if schema is True or not isinstance(schema, dict) or not schema:
+    if schema is True or not isinstance(schema, dict) or not schema or _walk >= MAX_SCHEMA_DEPTH:
+        # past MAX_SCHEMA_DEPTH (a schema that deep, or anyOf/$ref that lead back into themselves)
+        # a plain value ends the walk: a RecursionError would end the load run instead
         return f"load {name}".strip() if name else "load"
     if "const" in schema:
         return schema["const"]
@@ -142,7 +148,7 @@ def value_for(
             pick = resolve(rng.choice(usable), root)
             if isinstance(pick, dict):
                 merged = {**merged, **pick}
-            return value_for(merged, rng, name=name, root=root, optional=optional, depth=depth)
+            return value_for(merged, rng, name=name, root=root, optional=optional, depth=depth, _walk=_walk + 1)
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and all_of:
         merged = {k: v for k, v in schema.items() if k != "allOf"}
@@ -150,16 +156,16 @@ def value_for(
             part = resolve(part, root)
             if isinstance(part, dict):
                 merged.update(part)
-        return value_for(merged, rng, name=name, root=root, optional=optional, depth=depth)
+        return value_for(merged, rng, name=name, root=root, optional=optional, depth=depth, _walk=_walk + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
     if kind is None:
         kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
     if kind == "object":
-        return object_for(schema, rng, root=root, optional=optional, depth=depth)
+        return object_for(schema, rng, root=root, optional=optional, depth=depth, _walk=_walk)
     if kind == "array":
-        return _array(schema, rng, name, root, depth)
+        return _array(schema, rng, name, root, depth, _walk)
     if kind == "integer":
         return _number(schema, rng, True)
     if kind == "number":
@@ -171,7 +177,7 @@ def value_for(
     return _string(schema, rng, name)
 
 
-def _array(schema: dict[str, Any], rng: random.Random, name: str, root: Any, depth: int) -> list[Any]:
+def _array(schema: dict[str, Any], rng: random.Random, name: str, root: Any, depth: int, _walk: int = 0) -> list[Any]:
     items = resolve(schema.get("items", {}), root)
     low = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
     high = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else low + 2
@@ -189,7 +195,7 @@ def _array(schema: dict[str, Any], rng: random.Random, name: str, root: Any, dep
             members = consts or None
     if members is not None:
         return rng.sample(members, min(size, len(members)))
-    return [value_for(items, rng, name=name, root=root, depth=depth + 1) for _ in range(size)]
+    return [value_for(items, rng, name=name, root=root, depth=depth + 1, _walk=_walk + 1) for _ in range(size)]
 
 
 def object_for(
@@ -199,6 +205,7 @@ def object_for(
     root: Any = None,
     optional: bool = True,
     depth: int = 0,
+    _walk: int = 0,
 ) -> dict[str, Any]:
     """An object with every required property, and the optional ones too when `optional`."""
     if root is None:
@@ -214,7 +221,7 @@ def object_for(
     for key, sub in props.items():
         if key not in required and (not optional or depth >= _MAX_DEPTH):
             continue
-        out[key] = value_for(sub, rng, name=key, root=root, optional=optional, depth=depth + 1)
+        out[key] = value_for(sub, rng, name=key, root=root, optional=optional, depth=depth + 1, _walk=_walk + 1)
     for key in required:
         if key not in out:
             out[key] = f"load {key}"

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from mcp_tempest.fuzz.reach import TOP_TEXTS, shorten
+from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
 from mcp_tempest.load.histogram import PERCENTILES, ExactHistogram
 from mcp_tempest.load.recorder import (
     BACKLOG,
@@ -152,6 +153,7 @@ def build_summary(
         "checks": {"every": check_every, "checked": counters.get("checked", 0), "oracle": oracle},
         "mrtr_tools": sorted(rec.mrtr_tools),
         "excluded_tools": dict(sorted(rec.excluded_tools.items())),
+        "list_cuts": dict(sorted(rec.list_cuts.items())),
     }
 
 
@@ -203,7 +205,8 @@ def _ms(value: float) -> str:
 def format_table(summary: dict[str, Any]) -> str:
     """The end-of-run table: one row per name, exact percentiles in milliseconds."""
     ops = summary.get("operations") or {}
-    width = max([len("name"), *(len(n) for n in ops)]) + 2
+    shown = {n: visible(n, NAME_WIDTH) for n in ops}  # names carry the server's tool names
+    width = max([len("name"), *(len(n) for n in shown.values())]) + 2
     cols = ("count", "fail", "isError", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "1st-ev p99")
     head = f"{'name':<{width}}" + "".join(f"{c:>11}" for c in cols)
     lines = [head, "-" * len(head)]
@@ -218,7 +221,7 @@ def format_table(summary: dict[str, Any]) -> str:
             *(_ms(e.get(k, 0.0)) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")),
             _ms(first["p99_ms"]) if first else "-",
         ]
-        return f"{name:<{width}}" + "".join(f"{c:>11}" for c in cells)
+        return f"{shown.get(name, name):<{width}}" + "".join(f"{c:>11}" for c in cells)
 
     requests = [(n, e) for n, e in ops.items() if e.get("kind") != OPERATION]
     operations = [(n, e) for n, e in ops.items() if e.get("kind") == OPERATION]
@@ -238,13 +241,13 @@ def format_table(summary: dict[str, Any]) -> str:
                  if setup else f"{summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures in all")
     kinds = summary.get("failures_by_kind") or {}
     if kinds:
-        lines.append("failures: " + ", ".join(f"{k} x{v}" for k, v in kinds.items()))
+        lines.append("failures: " + ", ".join(f"{visible(k)} x{v}" for k, v in kinds.items()))
     lines.extend(describe_answers(summary))
     rules = summary.get("violations_by_rule") or {}
     if rules:
         lines.append("violations: " + ", ".join(f"{r} x{v['count']}" for r, v in rules.items()))
         for rule, v in rules.items():
-            lines.append(f"  {rule}: {v.get('example', '')}")
+            lines.append(f"  {rule}: {visible(v.get('example', ''))}")
     mrtr = summary.get("mrtr") or {}
     if mrtr.get("started"):
         lines.append(
@@ -255,7 +258,9 @@ def format_table(summary: dict[str, Any]) -> str:
     lines.append(describe_model(summary.get("model") or {}))
     excluded = summary.get("excluded_tools") or {}
     for tool, why in excluded.items():
-        lines.append(f"left out of the mix: {tool} ({why})")
+        lines.append(f"left out of the mix: {visible(tool, NAME_WIDTH)} ({visible(why)})")
+    for why in (summary.get("list_cuts") or {}).values():  # the mix drew on what was read
+        lines.append(f"discovery: {visible(why)}")
     return "\n".join(lines)
 
 
@@ -267,10 +272,10 @@ def describe_answers(summary: dict[str, Any]) -> list[str]:
         return []
     out = [f"isError results: {total} (answers, not failures: the tool ran and said it could not)"]
     for a in summary.get("answers") or []:
-        out.append(f"  {a['name']} x{a['count']}: {shorten(a['text'], 100)!r}")
+        out.append(f"  {visible(a['name'], NAME_WIDTH)} x{a['count']}: {shorten(a['text'], 100)!r}")
     refused = summary.get("refused_handles") or {}
     if refused:
-        which = ", ".join(f"{k} x{n}" for k, n in refused.items())
+        which = ", ".join(f"{visible(k, NAME_WIDTH)} x{n}" for k, n in refused.items())
         out.append(f"  {sum(refused.values())} of them refused a handle this server had returned to the same user "
                    f"({which}): deleted since, or instances that do not share state (SL-5)? "
                    "--fail-on 'refused_handles>0' fails the run on it")

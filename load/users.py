@@ -500,6 +500,7 @@ class McpUser(User):
                 STATE.probes[key] = session.probe_tools()
         session.catalog.mrtr_tools, session.catalog.excluded = STATE.probes[key]
         STATE.recorder.excluded_tools.update(session.catalog.excluded)
+        STATE.recorder.list_cuts.update(session.catalog.cuts)
         STATE.recorder.mrtr_tools.update(t["name"] for t in session.catalog.mrtr_tools)
         session.set_mix()
         return True

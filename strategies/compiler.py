@@ -15,6 +15,9 @@ Design, in the order it matters:
   most `Limits.max_ref_depth` times on one path; past that it compiles to "impossible", which an
   `anyOf` drops, an array answers with `[]` and an object answers by leaving the key out. Values
   therefore stay small and shrink toward `{}`/`[]`/`0`/`""`.
+- Nesting is bounded too: a sub-schema more than `MAX_SCHEMA_DEPTH` schemas deep (a document
+  nested that far, or a chain of that many distinct `$ref`s) compiles to "any value" and is
+  counted in `depth_cuts`, never a RecursionError.
 - Objects only get keys the schema names, plus extra keys where the schema is a map (an explicit
   `additionalProperties`/`patternProperties`/`propertyNames` and no `properties`). An open model
   object (no `additionalProperties` keyword) gets no invented keys: it keeps frames readable and
@@ -37,6 +40,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from mcp_tempest.strategies import formats
+from mcp_tempest.strategies.json_bounds import MAX_SCHEMA_DEPTH
 
 JSON_SAFE_INT = 2**53 - 1
 
@@ -167,6 +171,9 @@ class SchemaCompiler:
         self._cycle: dict[str, bool] = {}
         self._validators: dict[int, Draft202012Validator] = {}
         self._any_json: st.SearchStrategy[Any] | None = None
+        self._nesting = 0  # schema nodes being compiled, one inside the other
+        #: Sub-schemas left as "any value" because they lie deeper than MAX_SCHEMA_DEPTH.
+        self.depth_cuts = 0
 
     # -- public -----------------------------------------------------------------------------
 
@@ -269,8 +276,17 @@ class SchemaCompiler:
         key = (id(node), state)
         if key in self._cache:
             return self._cache[key]
+        if self._nesting >= MAX_SCHEMA_DEPTH:
+            # A document nested this deep, or a chain of distinct `$ref`s this long (no cycle for
+            # max_ref_depth to stop): what lies below is generated as any value, and counted.
+            self.depth_cuts += 1
+            return self.any_json()
         self._pinned.append(node)
-        result = self._build(node, state)
+        self._nesting += 1
+        try:
+            result = self._build(node, state)
+        finally:
+            self._nesting -= 1
         self._cache[key] = result
         return result
 

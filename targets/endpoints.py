@@ -87,9 +87,15 @@ class Background:
 
 def coverage_env(spec: TargetSpec) -> dict[str, str] | None:
     """The environment of a target whose code is measured (`targets.code_coverage`): the plan travels
-    to the processes, and to the fork server's zygote, in a variable; None (ours) otherwise."""
+    to the processes, and to the fork server's zygote, in a variable; None (ours) otherwise. A Node
+    plan's `coverage_rc` is its V8 data folder (`targets.node_coverage`): NODE_V8_COVERAGE."""
     if not spec.coverage_rc:
         return None
+    from mcp_tempest.targets.node_coverage import node_env
+
+    node = node_env(spec.coverage_rc)
+    if node is not None:
+        return {**os.environ, **node}
     from mcp_tempest.targets.code_coverage import process_env
 
     return {**os.environ, **process_env(spec.coverage_rc)}

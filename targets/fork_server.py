@@ -79,7 +79,7 @@ if coverage_rc:
     try:
         import coverage
         zygote_cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
-        zygote_cov.set_option("run:sigterm", False)  # a child must not inherit a handler that saves this
+        zygote_cov.set_option("run:sigterm", False)  # each child sets its own (measure_child)
         zygote_cov.start()
     except Exception as exc:
         print(f"code coverage off in the fork server: {exc}", file=sys.stderr)
@@ -94,6 +94,39 @@ def measured_here(step):
     finally:
         zygote_cov.stop()
         zygote_cov.save()
+
+def measure_child():
+    # The zygote's Coverage, started again with a data file of its own (host, pid, random), as
+    # `start()` makes one the first time; its collector is empty, since the zygote saved (and so
+    # flushed) all it measured, and it keeps what the zygote learned about which files are
+    # measured. A new Coverage here costs 10-150 ms before the first answer (its collector records
+    # the stack with `inspect`, which walks every loaded module) and asks that again of every file
+    # the server runs. coverage.py's own fork handling is no substitute: a data file that finds
+    # itself in a new process starts a new file but forgets to mark it as branch data.
+    cov = zygote_cov
+    try:
+        if hasattr(cov, "_init_data") and hasattr(getattr(cov, "_collector", None), "use_data"):
+            cov._data = None
+            cov._init_data(True)
+            cov._collector.use_data(cov._data, cov.config.context)
+        else:  # another coverage.py: a Coverage of its own after all
+            cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
+            cov.set_option("run:sigterm", False)
+        cov.start()
+    except Exception as exc:
+        print(f"code coverage off in this process: {exc}", file=sys.stderr)
+        return None
+
+    def save_then_die(signum, frame):  # what `sigterm = true` does in a spawned server
+        try:
+            cov.stop()
+            cov.save()
+        except Exception:
+            pass
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+    signal.signal(signal.SIGTERM, save_then_die)
+    return cov
 
 if kind == "script":
     sys.path[0] = os.path.dirname(os.path.abspath(what))
@@ -214,14 +247,7 @@ def child(fds, tag, cgroup, isolate, go):
     if os.getppid() != harness:
         os._exit(137)
     code = 0
-    child_cov = None
-    if coverage_rc:  # a suffix of its own (host, pid, random): no two processes share a data file
-        try:
-            child_cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
-            child_cov.start()
-        except Exception as exc:
-            print(f"code coverage off in this process: {exc}", file=sys.stderr)
-            child_cov = None
+    child_cov = measure_child() if zygote_cov is not None else None
     try:
         if kind == "script":
             sys.argv = [what, *server_args]

@@ -27,13 +27,20 @@ from mcp_tempest.targets import auth_client, extra_headers, validate, wire
 from mcp_tempest.targets.connect import Target
 from mcp_tempest.targets.connection import Connection, is_response_to
 from mcp_tempest.targets.http_driver import HttpConnection
+from mcp_tempest.targets.list_reader import (
+    ListBudget,
+    ListRead,
+    add_budget_options,
+    budget_from_args,
+    describe_reply,
+    read_connection_list,
+)
 from mcp_tempest.targets.processes import SpawnError
 from mcp_tempest.targets.stdio_driver import StdioPool
 from mcp_tempest.targets.target_spec import TargetError, TargetSpec, parse_target
 from mcp_tempest.targets.transcript import Event, Transcript
 
 DEFAULT_PROBE_TIMEOUT: Final = 10.0
-DEFAULT_MAX_PAGES: Final = 20
 LISTS: Final = (("tools", "tools/list", "tools"), ("resources", "resources/list", "resources"),
                 ("prompts", "prompts/list", "prompts"))
 # What `mcp-tempest catalogue` reads besides: the templates are definitions the host prompt carries too.
@@ -61,11 +68,12 @@ class ProbeResult:
     server_info: dict[str, Any] | None = None
     instructions: str | None = None
     counts: dict[str, int | None] = field(default_factory=dict)  # None: not advertised or failed
-    truncated: list[str] = field(default_factory=list)  # lists cut at the page limit
+    truncated: list[str] = field(default_factory=list)  # lists cut short (any pass): counts are lower bounds
     legacy: dict[str, Any] | None = None  # the initialize result (legacy and dual)
-    # Every item each list returned, over all its pages: one dict per read of the lists on the
-    # same connection (`probe(reads=2)` reads them twice, the catalogue's drift check).
-    listings: list[dict[str, list[Any]]] = field(default_factory=list)
+    # Each list as each pass read it (items, how far, complete or why not): one dict per pass
+    # over the lists on the same connection (`probe(reads=2)` reads them twice, the catalogue's
+    # drift check). A list not advertised is absent; one that failed is there, `failed` set.
+    list_reads: list[dict[str, ListRead]] = field(default_factory=list)
     problems: list[dict[str, str]] = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -87,10 +95,15 @@ class ProbeResult:
             "instructions": self.instructions,
             "counts": self.counts,
             "truncated": self.truncated,
+            "lists": {name: read.to_json() for name, read in (self.list_reads[0] if self.list_reads else {}).items()},
             "legacy": self.legacy,
             "problems": self.problems,
             "elapsed_s": round(self.elapsed_s, 3),
         }
+
+    def incomplete(self) -> list[ListRead]:
+        """The first pass's lists that are not whole: cut short or unreadable."""
+        return [read for read in (self.list_reads[0] if self.list_reads else {}).values() if not read.complete]
 
     def summary_line(self) -> str:
         label = self.era
@@ -114,6 +127,7 @@ class ProbeResult:
         ]
         for name, _, _ in LISTS:
             lines.append(f"{name + ':':<14}{_count_text(self.counts.get(name), name, name in self.truncated)}")
+        lines += [f"note:         {read.describe()}" for read in self.incomplete()]
         lines += [f"problem:      {p['rule']}: {p['message']}" for p in self.problems]
         lines.append(self.summary_line())
         return "\n".join(lines)
@@ -127,14 +141,14 @@ def _count_text(count: int | None, name: str, truncated: bool) -> str:
 
 
 class _Prober:
-    def __init__(self, conn: Connection, result: ProbeResult, timeout: float, max_pages: int,
+    def __init__(self, conn: Connection, result: ProbeResult, timeout: float, budget: ListBudget,
                  lists: tuple[tuple[str, str, str], ...] = LISTS, reads: int = 1) -> None:
         self.conn = conn
         self.lists = lists
         self.reads = reads
         self.result = result
         self.timeout = timeout
-        self.max_pages = max_pages
+        self.budget = budget
         self.ids = itertools.count(1)
         self.http = isinstance(conn, HttpConnection)
         self.session_id: str | None = None
@@ -173,7 +187,7 @@ class _Prober:
 
     def try_modern(self) -> bool:
         reply, status = self.discover()
-        self.discover_outcome = _describe_reply(reply, self.timeout)
+        self.discover_outcome = describe_reply(reply, self.timeout)
         if status is not None:
             self.discover_outcome = f"HTTP {status}, {self.discover_outcome}"
         if reply is None:
@@ -235,8 +249,13 @@ class _Prober:
 
     def modern_lists(self) -> None:
         for _ in range(self.reads):
-            self.result.listings.append({})
+            self._new_pass()
             self._modern_lists()
+
+    def _new_pass(self) -> None:
+        """Each pass over the lists has a budget of its own (pages per list; bytes and time over all)."""
+        self.result.list_reads.append({})
+        self.spend = self.budget.spend()
 
     def _modern_lists(self) -> None:
         version = self.result.version or wire.MODERN_VERSION
@@ -245,7 +264,7 @@ class _Prober:
             if caps is not None and _CAPABILITY.get(name, name) not in caps:
                 self.result.counts[name] = None
                 continue
-            self.result.counts[name] = self._paginate(
+            self._paginate(
                 name, method, key,
                 lambda cursor, m=method: wire.build_request(
                     next(self.ids), m, {"cursor": cursor} if cursor is not None else None, version=version
@@ -293,7 +312,7 @@ class _Prober:
 
     def legacy_lists(self) -> None:
         for _ in range(self.reads):
-            self.result.listings.append({})
+            self._new_pass()
             self._legacy_lists()
 
     def _legacy_lists(self) -> None:
@@ -311,7 +330,7 @@ class _Prober:
                     msg["params"] = {"cursor": cursor}
                 return msg
 
-            self.result.counts[name] = self._paginate(name, method, key, build, headers)
+            self._paginate(name, method, key, build, headers)
 
     def end_legacy_session(self) -> None:
         if self.http and self.session_id:
@@ -323,32 +342,17 @@ class _Prober:
 
     def _paginate(
         self, name: str, method: str, key: str, build: Any, headers: dict[str, str] | None = None
-    ) -> int | None:
-        count = 0
-        cursor: str | None = None
-        items: list[Any] = []
-        if self.result.listings:
-            self.result.listings[-1][name] = items
-        for _ in range(self.max_pages):
-            reply, _ = self.exchange(build(cursor), headers)
-            result = reply.get("result") if reply else None
-            if not isinstance(result, dict) or not isinstance(result.get(key), list):
-                if count == 0:
-                    if self.result.listings:
-                        self.result.listings[-1].pop(name, None)  # failed: not an empty list
-                    what = _describe_reply(reply)
-                    self.result.problem("DISC-07", f"{name}: {method} failed: {what}")
-                    return None
-                return count
-            count += len(result[key])
-            items.extend(result[key])
-            nxt = result.get("nextCursor")
-            if not isinstance(nxt, str):  # an empty string is a valid cursor (DIGEST 9.5)
-                return count
-            cursor = nxt
-        if name not in self.result.truncated:
+    ) -> None:
+        """Read one list within the pass's budget (targets/list_reader.py); the first pass sets its count."""
+        read = read_connection_list(self.conn, build, name, method, key, timeout=self.timeout, budget=self.budget,
+                                    spend=self.spend, headers=headers)
+        self.result.list_reads[-1][name] = read
+        if len(self.result.list_reads) == 1:
+            self.result.counts[name] = read.count
+        if read.failed:
+            self.result.problem("DISC-07", f"{name}: {method} failed: {read.failed}")
+        elif read.cut and name not in self.result.truncated:
             self.result.truncated.append(name)
-        return count
 
     def _transport_failure_check(self) -> None:
         """A transport error (connection refused, reset) makes the target unusable outright."""
@@ -359,20 +363,11 @@ class _Prober:
             raise ProbeFailure(f"cannot reach the target: {errors[-1].note}")
 
 
-def _describe_reply(reply: dict | None, timeout: float | None = None) -> str:
-    if reply is None:
-        return f"no reply within {timeout:g} s" if timeout else "no reply"
-    error = reply.get("error")
-    if isinstance(error, dict):
-        return f"error {error.get('code')} {str(error.get('message'))[:80]!r}"
-    return "malformed result"
-
-
 def probe(
     spec: TargetSpec,
     *,
     timeout: float = DEFAULT_PROBE_TIMEOUT,
-    max_pages: int = DEFAULT_MAX_PAGES,
+    budget: ListBudget | None = None,
     check_dual: bool = True,
     transcript: Transcript | None = None,
     lists: tuple[tuple[str, str, str], ...] = LISTS,
@@ -380,7 +375,9 @@ def probe(
 ) -> ProbeResult:
     """Probe one target; raises ProbeFailure (one line) when it is unusable. Every process the
     probe starts is reaped before this returns or raises. `lists` are read `reads` times on the
-    one connection, their items kept in `listings`."""
+    one connection, each read kept in `list_reads`, within `budget` per pass (the default
+    budget when None: the era probe of every command is bounded)."""
+    budget = budget if budget is not None else ListBudget()
     started = time.monotonic()
     result = ProbeResult(target=spec.text, transport=spec.transport)
     transcript = transcript if transcript is not None else spec.new_transcript()
@@ -394,7 +391,7 @@ def probe(
             raise ProbeFailure(str(exc)) from None
         retry_fresh = False
         with conn:
-            prober = _Prober(conn, result, timeout, max_pages, lists, reads)
+            prober = _Prober(conn, result, timeout, budget, lists, reads)
             if prober.try_modern():
                 result.era = "modern"
                 prober.modern_lists()
@@ -406,8 +403,10 @@ def probe(
                 retry_fresh = any(e.kind == "recv" for e in transcript.events)
         if retry_fresh:
             with target.connect(transcript) as fresh:
-                result.listings.clear()
-                fresh_prober = _Prober(fresh, result, timeout, max_pages, lists, reads)
+                result.list_reads.clear()
+                result.counts.clear()
+                result.truncated.clear()
+                fresh_prober = _Prober(fresh, result, timeout, budget, lists, reads)
                 fresh_prober.discover_outcome = prober.discover_outcome + ", then the process exited"
                 _legacy(fresh_prober)
         if result.era == "modern" and check_dual:
@@ -443,7 +442,7 @@ def _check_dual(target: Target, transcript: Transcript, result: ProbeResult, tim
     except (TargetError, SpawnError):
         return
     with conn:
-        prober = _Prober(conn, result, timeout, 1)
+        prober = _Prober(conn, result, timeout, ListBudget(pages=1))
         legacy = prober.initialize()
         if legacy is not None:
             result.era = "dual"
@@ -518,8 +517,7 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     parser.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT,
                         help=f"seconds to wait for each answer (default {DEFAULT_PROBE_TIMEOUT:g})")
-    parser.add_argument("--max-pages", type=int, default=DEFAULT_MAX_PAGES,
-                        help=f"pages followed per list (default {DEFAULT_MAX_PAGES})")
+    add_budget_options(parser)
     parser.add_argument("--no-dual", action="store_true", help="do not try initialize on a modern server")
     parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
     extra_headers.add_option(parser)
@@ -530,8 +528,7 @@ def probe_main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     try:
         validate.seconds(args.timeout, "--timeout")
-        if args.max_pages < 1:
-            raise validate.InputError("--max-pages must be at least 1")
+        budget = budget_from_args(args)
         extra_headers.configure(args.header)
     except (validate.InputError, extra_headers.HeaderError) as exc:
         print(f"probe: {exc}", file=sys.stderr)
@@ -542,7 +539,7 @@ def probe_main(argv: list[str]) -> int:
             raise auth_client.AuthServerError("the target command names {issuer}: add --auth")
         session = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
         spec = parse_target(args.target, allow_remote=args.allow_remote, isolate_network=args.isolate_network)
-        result = probe(spec, timeout=args.timeout, max_pages=args.max_pages, check_dual=not args.no_dual)
+        result = probe(spec, timeout=args.timeout, budget=budget, check_dual=not args.no_dual)
     except (TargetError, ProbeFailure, auth_client.AuthServerError) as exc:
         print(f"probe: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""When a fresh-process property plays an example on the warm process (fuzz.campaign._JobState.
+"""When a fresh-process property plays an example on the warm process (fuzz.job.JobState.
 reuse_warm): a warm failure is confirmed on fresh processes, so after a failure warm play pays
 only while failures stay rare; shrink candidates start fresh-only."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-from mcp_tempest.fuzz.campaign import RECENT_EXAMPLES, _JobState
+from mcp_tempest.fuzz.job import RECENT_EXAMPLES, JobState
 
 
-def state(failures: int = 0, generated: list[bool] | None = None, aside: list[bool] | None = None) -> _JobState:
-    s = _JobState(cap=100, hard_deadline=math.inf, shrink_reserve=0.0, shrink_budget=10.0, failures=failures)
+def state(failures: int = 0, generated: list[bool] | None = None, aside: list[bool] | None = None) -> JobState:
+    s = JobState(cap=100, hard_deadline=math.inf, shrink_reserve=0.0, shrink_budget=10.0, failures=failures)
     s.recent_generated.extend(generated or [])
     s.recent_aside.extend(aside or [])
     return s

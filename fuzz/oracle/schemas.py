@@ -6,7 +6,9 @@ oracle therefore picks the schema type from the `resultType` value first, then v
 
 Source of the schemas: the strategies package's schema source (`strategies.schema_source`, the
 `mcp-types` wire types with the errata table applied), else `mcp-types` directly. Validators
-are compiled lazily and cached, so a Locust user pays once per type, not per response.
+are compiled lazily and cached, so a Locust user pays once per type, not per response. An
+instance is judged to MAX_SCHEMA_DEPTH levels and MAX_ITEMS items a list (strategies.json_bounds):
+never a RecursionError, never minutes for one huge list.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
+
+from mcp_tempest.strategies.json_bounds import MAX_ITEMS, MAX_SCHEMA_DEPTH, cut_deep
 
 COMPLETE_RESULT_TYPES: Final[dict[str, str]] = {
     "server/discover": "DiscoverResult",
@@ -90,6 +94,12 @@ def type_validator(name: str) -> Validate | None:
         return None
 
     def validate(instance: Any) -> list[SchemaError]:
+        # jsonschema descends recursively (JSONValue: about five frames a level), so an answer
+        # nested hundreds deep would raise RecursionError mid-judgement: what lies deeper than
+        # MAX_SCHEMA_DEPTH is judged as an empty container, which every schema here allows there.
+        # And a list is judged by its first MAX_ITEMS items: a tools/list of 100,000 tools took
+        # minutes to validate, on every example that listed them.
+        instance = cut_deep(instance, MAX_SCHEMA_DEPTH, max_items=MAX_ITEMS)[0]
         return [
             SchemaError(tuple(err.absolute_path), str(err.validator), err.message)
             for err in validator.iter_errors(instance)

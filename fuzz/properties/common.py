@@ -178,12 +178,21 @@ def surface_calls(surface: Surface, *, mrtr: bool = True) -> st.SearchStrategy[C
     tools = [t for t in surface.tools if isinstance(t.get("name"), str)]
     sources = surface.sources
     if tools:
+        # One strategy per tool, built on its first draw and kept: compiling a tool's inputSchema
+        # again for every example cost each example the whole schema (and the list is sampled to
+        # at most surface.MAX_SURFACE_ITEMS tools, so this stays bounded too).
+        built: dict[int, st.SearchStrategy[Call]] = {}
+
         def tool_call(tool: dict[str, Any]) -> st.SearchStrategy[Call]:
-            return st.builds(
-                lambda args, c, lv, pg, t=tool: Call("tools/call", {"name": t["name"], "arguments": args}, c,
-                                                     log_level=lv, input_schema=t.get("inputSchema"), progress=pg),
-                _tool_args(tool, sources, surface.good_args.get(str(tool["name"]))), caps, levels, PROGRESS_CHOICES,
-            )
+            found = built.get(id(tool))
+            if found is None:
+                found = built[id(tool)] = st.builds(
+                    lambda args, c, lv, pg, t=tool: Call("tools/call", {"name": t["name"], "arguments": args}, c,
+                                                         log_level=lv, input_schema=t.get("inputSchema"), progress=pg),
+                    _tool_args(tool, sources, surface.good_args.get(str(tool["name"]))), caps, levels,
+                    PROGRESS_CHOICES,
+                )
+            return found
 
         options.append(st.sampled_from(tools).flatmap(tool_call))
     uris = [r["uri"] for r in surface.resources if isinstance(r.get("uri"), str)]

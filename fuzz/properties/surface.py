@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tempest.fuzz.reach import Reach
+from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
+from mcp_tempest.strategies.json_bounds import MAX_ITEMS, MAX_SCHEMA_DEPTH, DepthCut, bounded_schema
 from mcp_tempest.strategies.value_sources import ValueSources, harvest, harvest_text, schema_values
 from mcp_tempest.targets import wire
 from mcp_tempest.targets.connection import Connection
+from mcp_tempest.targets.list_reader import ListBudget, read_connection_list
 
 ALL_CLIENT_CAPABILITIES: dict[str, Any] = {
     "elicitation": {"form": {}, "url": {}},
@@ -25,6 +28,9 @@ ALL_CLIENT_CAPABILITIES: dict[str, Any] = {
     "roots": {},
 }
 MAX_PAGES = 10
+# The capability that offers each list: a list not offered is not read, and its error is no news.
+_LIST_CAPABILITY = {"tools/list": "tools", "resources/list": "resources", "resources/templates/list": "resources",
+                    "prompts/list": "prompts"}
 
 
 @dataclass(slots=True)
@@ -85,6 +91,10 @@ class Surface:
     # starts from (what the minimal call of a tool is, once one is known to reach its body)
     good_args: dict[str, dict[str, Any]] = field(default_factory=dict)
     search_stopped: bool = False  # a search call went unanswered: later search calls would be too
+    # list -> how many items the server listed, when more than MAX_SURFACE_ITEMS (the rest is a sample)
+    listed: dict[str, int] = field(default_factory=dict)
+    # strategies.json_bounds.DepthCut as JSON: each tool schema cut at MAX_SCHEMA_DEPTH
+    cuts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def sources(self) -> ValueSources:
@@ -132,13 +142,14 @@ class _Ids:
 
 
 def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeout: float = 10.0,
-                  may_call: Any = None, sources: ValueSources | None = None) -> Surface:
+                  may_call: Any = None, sources: ValueSources | None = None, seed: int = 0) -> Surface:
     """Ask a modern target what it offers; missing pieces stay empty (and are noted).
 
     `may_call(tool) -> bool` (the campaign's tool policy): tools it refuses are left out of the
     surface before anything is called, so no property and no trigger search ever calls them.
     `sources`: argument values known before the run (command line, --tool-args); the calls made
-    here use them, and what those calls return is added to them (value flows)."""
+    here use them, and what those calls return is added to them (value flows). `seed` chooses
+    the sample of a list longer than MAX_SURFACE_ITEMS (see `bound_surface`)."""
     ids = _Ids()
     surface = Surface(versions=[version])
     sources = sources if sources is not None else ValueSources()
@@ -154,28 +165,31 @@ def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeo
             surface.capabilities = result["capabilities"]
         if isinstance(result.get("supportedVersions"), list):
             surface.versions = [v for v in result["supportedVersions"] if isinstance(v, str)] or [version]
+    list_budget = ListBudget(pages=MAX_PAGES)
+    list_spend = list_budget.spend()
     for method, key, into in (
         ("tools/list", "tools", surface.tools),
         ("resources/list", "resources", surface.resources),
         ("resources/templates/list", "resourceTemplates", surface.templates),
         ("prompts/list", "prompts", surface.prompts),
     ):
-        cursor: Any = None
-        for _ in range(MAX_PAGES):
-            reply = call(method, {"cursor": cursor} if cursor is not None else None)
-            page = reply.get("result") if isinstance(reply, dict) else None
-            if not isinstance(page, dict) or not isinstance(page.get(key), list):
-                break
-            into.extend(x for x in page[key] if isinstance(x, dict))
-            cursor = page.get("nextCursor")
-            if not isinstance(cursor, str):
-                break
+        # Bounded like every list read (targets/list_reader.py): pages, bytes and time; a list cut
+        # short is noted with why, so a surface learned from part of a list says so.
+        read = read_connection_list(
+            conn, lambda cursor, m=method: wire.build_request(
+                ids(), m, {"cursor": cursor} if cursor is not None else None, capabilities={}, version=version),
+            key, method, key, timeout=timeout, budget=list_budget, spend=list_spend)
+        into.extend(x for x in read.items if isinstance(x, dict))
+        offered = _LIST_CAPABILITY[method] in surface.capabilities
+        if read.cut or (read.failed and offered):
+            surface.notes.append(visible(read.describe()))
     if may_call is not None:
         surface.withheld_tools = [str(t.get("name")) for t in surface.tools if not may_call(t)]
         surface.tools[:] = [t for t in surface.tools if may_call(t)]
         if surface.withheld_tools:
             surface.notes.append(f"{len(surface.withheld_tools)} tool(s) withheld by the tool policy, never called: "
                                  + ", ".join(surface.withheld_tools[:10]))
+    bound_surface(surface, seed)
     surface.handles = _handle_flow(surface.tools)
     surface.values = sources.to_json()
     reach = Reach()
@@ -190,6 +204,54 @@ def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeo
 
 #: Tools the surface search calls once each (to find MRTR triggers and harvest returned values).
 SEARCH_TOOLS = 50
+
+#: The most items of one list a campaign exercises. A server that lists more gets a sample, chosen
+#: by the campaign's seed (the same seed, the same sample), so that what each example costs, what a
+#: worker is sent and what a repro records never grows with the list.
+MAX_SURFACE_ITEMS = MAX_ITEMS
+
+
+def bound_surface(surface: Surface, seed: int = 0) -> None:
+    """Make what was listed safe to fuzz, in place, saying what was left out: a sample of each
+    list longer than MAX_SURFACE_ITEMS (in listing order), and each tool schema cut to
+    MAX_SCHEMA_DEPTH (a deeper one, or one whose `$ref`s lead deeper, is recorded in `cuts`)."""
+    import random
+
+    for label, items in (("tools", surface.tools), ("resources", surface.resources),
+                         ("resource templates", surface.templates), ("prompts", surface.prompts)):
+        if len(items) <= MAX_SURFACE_ITEMS:
+            continue
+        surface.listed[label] = len(items)
+        keep = sorted(random.Random(f"{seed}|{label}").sample(range(len(items)), MAX_SURFACE_ITEMS))
+        items[:] = [items[i] for i in keep]
+        surface.notes.append(f"{label}: {MAX_SURFACE_ITEMS} of {surface.listed[label]} listed {label} exercised "
+                             "(a sample chosen by the seed)")
+    for i, tool in enumerate(surface.tools):
+        bounded = dict(tool)
+        for key in ("inputSchema", "outputSchema"):
+            if key not in tool:
+                continue
+            where = f"tool {visible(tool.get('name'), NAME_WIDTH)} {key}"
+            bounded[key], cut = bounded_schema(tool[key], where)
+            cut = cut or _ref_cut(bounded[key], where)
+            if cut is not None:
+                surface.cuts.append(cut.to_json())
+                surface.notes.append(cut.text())
+        surface.tools[i] = bounded
+
+
+def _ref_cut(schema: Any, where: str) -> DepthCut | None:
+    """A schema shallow as written whose `$ref`s lead deeper than MAX_SCHEMA_DEPTH (a long chain
+    of `$defs`): the compiler bounds it, and this records that it did."""
+    import orjson
+
+    from mcp_tempest.strategies.compiler import SchemaCompiler
+
+    compiler = SchemaCompiler(schema)
+    with contextlib.suppress(Exception):  # an unusable schema is the generators' to handle
+        if isinstance(schema, dict) and b'"$ref"' in orjson.dumps(schema):  # dumps: it was cut already
+            compiler.strategy()
+    return DepthCut(where, 0, MAX_SCHEMA_DEPTH, compiler.depth_cuts) if compiler.depth_cuts else None
 
 
 def _find_triggers(surface: Surface, call: Any, sources: ValueSources, reach: Reach) -> list[MrtrTrigger]:
@@ -446,7 +508,8 @@ def capabilities_for(kinds: list[str]) -> dict[str, Any]:
     return caps or dict(ALL_CLIENT_CAPABILITIES)
 
 
-def minimal_arguments(schema: Any, *, tool: str = "", sources: ValueSources | None = None) -> dict[str, Any] | None:
+def minimal_arguments(schema: Any, *, tool: str = "", sources: ValueSources | None = None,
+                      _depth: int = 0) -> dict[str, Any] | None:
     """Arguments that satisfy the required properties of a simple object schema, or None; a value
     the user, the command line or an earlier result gave for an argument is preferred."""
     if not isinstance(schema, dict):
@@ -456,7 +519,7 @@ def minimal_arguments(schema: Any, *, tool: str = "", sources: ValueSources | No
     for name in schema.get("required", []) or []:
         sub = props.get(name, {})
         known = sources.preferred(tool, name, sub) if sources is not None else None
-        value = known if known is not None else sample_value(sub)
+        value = known if known is not None else sample_value(sub, _depth=_depth + 1)
         if value is _NO_VALUE:
             return None
         out[name] = value
@@ -471,10 +534,14 @@ def minimal_arguments(schema: Any, *, tool: str = "", sources: ValueSources | No
 _NO_VALUE: Any = object()
 
 
-def sample_value(schema: Any, *, text: str = "tempest") -> Any:
-    """One plausible value for a simple schema (the shapes tool and elicitation schemas use)."""
+def sample_value(schema: Any, *, text: str = "tempest", _depth: int = 0) -> Any:
+    """One plausible value for a simple schema (the shapes tool and elicitation schemas use).
+    Below MAX_SCHEMA_DEPTH (an elicitation schema comes from the server uncut) the walk ends
+    with an empty container or `text`: a deep schema costs a shallow value, never a RecursionError."""
     if not isinstance(schema, dict):
         return text
+    if _depth >= MAX_SCHEMA_DEPTH:
+        return {} if schema.get("type") == "object" else [] if schema.get("type") == "array" else text
     if "const" in schema:
         return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -486,7 +553,7 @@ def sample_value(schema: Any, *, text: str = "tempest") -> Any:
             first = schema[key][0]
             if isinstance(first, dict) and "const" in first:
                 return first["const"]
-            return sample_value(first, text=text)
+            return sample_value(first, text=text, _depth=_depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
@@ -510,9 +577,9 @@ def sample_value(schema: Any, *, text: str = "tempest") -> Any:
         return True
     if kind == "array":
         low = int(schema.get("minItems", 0) or 0)
-        return [sample_value(schema.get("items", {}), text=text) for _ in range(low)]
+        return [sample_value(schema.get("items", {}), text=text, _depth=_depth + 1) for _ in range(low)]
     if kind == "object":
-        return minimal_arguments(schema) or {}
+        return minimal_arguments(schema, _depth=_depth + 1) or {}
     return _NO_VALUE
 
 

@@ -39,8 +39,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_tempest.fuzz.campaign import Job, StoreSink, prepare_target, run_job
+from mcp_tempest.fuzz.campaign import StoreSink, prepare_target
 from mcp_tempest.fuzz.findings import FindingStore
+from mcp_tempest.fuzz.job import Job, run_job
 from mcp_tempest.fuzz.properties.base import all_properties
 from mcp_tempest.targets import fork_server, wire
 from mcp_tempest.targets.endpoints import StdioEndpoint, open_endpoint
