@@ -56,6 +56,7 @@ from mcp_tempest.fuzz.properties.surface import Surface, learn_surface
 from mcp_tempest.fuzz.safe_text import visible
 from mcp_tempest.fuzz.tool_policy import ToolPolicy
 from mcp_tempest.strategies.value_sources import ValueSources, command_line_values
+from mcp_tempest.targets import stop_request
 from mcp_tempest.targets.target_spec import TargetSpec, parse_target
 
 if TYPE_CHECKING:
@@ -363,6 +364,7 @@ def run_jobs_here(
                else 0.0 for j in jobs]
     try:
         for k, job in enumerate(jobs):
+            stop_request.stop_point()
             if should_stop():
                 break
             if deadline is not None:
@@ -477,6 +479,7 @@ def _run_workers(
     sink = StoreSink(store, progress, result)
     try:
         while True:
+            stop_request.stop_point()
             try:
                 kind, data = out_q.get(timeout=0.2)
             except queue.Empty:
@@ -556,7 +559,11 @@ class _QueueSink:
 
 def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> None:
     """A worker process: take jobs until the queue says stop; SIGINT/SIGTERM end it cleanly."""
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    with stop_request.honoured():
+        _work(payload, job_q, out_q)
+
+
+def _work(payload: dict[str, Any], job_q: Any, out_q: Any) -> None:
     prepared = [Prepared.load(p) for p in payload["prepared"]]
     props = all_properties()
     sink = _QueueSink(out_q)
@@ -565,6 +572,7 @@ def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> 
     endpoints: dict[str, Endpoint] = {}
     try:
         while True:
+            stop_request.stop_point()
             item = job_q.get()
             if item is None:
                 return
@@ -585,10 +593,6 @@ def worker_main(payload: dict[str, Any], job_q: Any, out_q: Any, index: int) -> 
         with contextlib.suppress(BaseException):
             out_q.close()
             out_q.join_thread()
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 # --- progress on stderr ---

@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -26,7 +25,7 @@ from typing import Any, NoReturn
 
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
-from mcp_tempest.targets import auth_client, extra_headers, fork_server, validate
+from mcp_tempest.targets import auth_client, extra_headers, fork_server, stop_request, validate
 from mcp_tempest.targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
 
@@ -106,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "JSON or TOML, tool -> argument -> value or list of values, '*' for any tool "
                         "(default: [tool.mcp-tempest.tool-args] in pyproject.toml, if any)")
     p.add_argument("--no-coverage", action="store_true",
-                   help="do not measure the server's own code coverage (default: measured with coverage.py for "
-                        "Python stdio: and http+spawn: targets; reported in findings.json reach.code, coverage.xml "
-                        "and coverage_html/)")
+                   help="do not measure the server's own code coverage (default: measured for stdio: and "
+                        "http+spawn: targets, with coverage.py for Python ones (reach.code, coverage.xml, "
+                        "coverage_html/) and with V8's NODE_V8_COVERAGE for Node ones (functions reached))")
     p.add_argument("--coverage-source", action="append", default=[], metavar="PKG_OR_PATH",
                    help="also measure this package or path (repeatable), e.g. the SDK the server is built on")
     p.add_argument("--guidance", default="corpus", metavar="corpus[,target]|none",
@@ -292,16 +291,8 @@ def _fuzz_main(argv: list[str], opened: list[auth_client.Session]) -> int:
         return 2
     if args.no_fork_server:  # an environment variable, so that --workers processes see it too
         os.environ[fork_server.DISABLE_VAR] = "1"
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, _sigterm)
-    try:
+    with stop_request.honoured():  # SIGINT and SIGTERM stop the campaign where it can stop cleanly
         return _run(args, props, specs, started)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], started: float | None = None) -> int:
@@ -514,7 +505,8 @@ def _collect_code_coverage(plans: list[Any], out_dir: Path, reach: dict[str, Any
 
 def _node_code_line(code: Any) -> str:
     """The summary's line for a Node target: functions reached, and the first never reached."""
-    never = [f"{Path(f['path']).name}: {name}" for f in code.files for name in f["never_reached"]]
+    # function names are the server's own text: shown escaped (fuzz/safe_text.py)
+    never = [visible(f"{Path(f['path']).name}: {name}", NAME_WIDTH) for f in code.files for name in f["never_reached"]]
     line = (f"code coverage: {code.percent:.1f}% of the server's own functions ({len(code.files)} files, "
             f"{code.processes} processes, V8)")
     if never:

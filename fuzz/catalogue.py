@@ -11,6 +11,7 @@ RES-01, PR-01), and is how tool poisoning hides after a user approved a tool.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -170,14 +171,22 @@ class Catalogue:
 
     def table(self, limit: int | None = None) -> list[str]:
         """The human view: every part sorted by cost, then the totals."""
+        return list(self.table_lines(limit))
+
+    def table_lines(self, limit: int | None = None) -> Iterator[str]:
+        """`table`, a line at a time: a catalogue of 150,000 tools is printed, not held twice."""
         parts = self.everything()
         shown = parts if limit is None else parts[:limit]
-        labels = [visible(_label(c), NAME_WIDTH) for c in shown]
-        width = max([len(label) for label in labels] + [20])
-        lines = [f"{'definition':<{width}}  {'tokens':>7}  {'bytes':>7}"]
-        lines += [f"{label:<{width}}  {c.tokens:>7}  {c.bytes:>7}" for label, c in zip(labels, shown, strict=True)]
+        width = max([len(visible(_label(c), NAME_WIDTH)) for c in shown] + [20])
+        yield f"{'definition':<{width}}  {'tokens':>7}  {'bytes':>7}"
+        for c in shown:
+            yield f"{visible(_label(c), NAME_WIDTH):<{width}}  {c.tokens:>7}  {c.bytes:>7}"
         if len(shown) < len(parts):
-            lines.append(f"... {len(parts) - len(shown)} more")
+            yield f"... {len(parts) - len(shown)} more"
+        yield from self._totals()
+
+    def _totals(self) -> list[str]:
+        lines: list[str] = []
         tools = self.costs.get("tools", [])
         lines.append(f"tools: {len(tools)} definitions, {self.tokens('tools')} tokens"
                      + (f" (cheapest {visible(tools[-1].name, NAME_WIDTH)} {tools[-1].tokens}, "
@@ -293,6 +302,15 @@ class Reading:
     transcript: Transcript
     fresh_note: str  # what "fresh" was for this target: a process or a connection
     _transcript_doc: dict[str, Any] | None = None
+
+    def drop_items(self) -> None:
+        """Let every read's items go, once the catalogue is measured and its findings made: what
+        the reports need is counted (costs, findings); the parsed lists and pages are not."""
+        for result in (self.first, self.fresh):
+            for reads in result.list_reads if result is not None else ():
+                for r in reads.values():
+                    r.drop_items()
+        self.transcript.events.clear()  # the pages as received (a finding's repro has its own copy)
 
     def transcript_json(self) -> dict[str, Any]:
         """The transcript as findings store it, made once: every finding of one reading shares it
@@ -436,7 +454,7 @@ def pagination_evidence(reading: Reading) -> list[Evidence]:
                 detail = (f"page {r.loop} answered nextCursor {_short(r.loop_cursor, 80)}, a cursor an earlier page "
                           "had already given, so following nextCursor never reaches the end (DIGEST §9.5: a "
                           f"missing nextCursor is the end); the read stopped there ({r.pages} pages, "
-                          f"{len(r.items)} items)")
+                          f"{r.count} items)")
                 v = Violation(rule, "MUST", title, detail, method)
                 found.append(_evidence(reading, v, {"kind": kind, "loop_page": r.loop}))
     return found

@@ -81,10 +81,16 @@ def catalogue_main(argv: list[str]) -> int:
         return 2
     for ev in catalogue_evidence(reading, cat):
         store.record(ev)
+    fresh_note = reading.fresh_note
+    # Measured and judged: the parsed lists and their pages go before the reports are written
+    # (150,000 tools are about 80 MB parsed, and the reports need only their costs).
+    reading.drop_items()
+    cat.items.clear()
+    del reading
     doc = cat.to_json()
     # Each finding with its detail: the changed definition or the offending span, escaped.
     doc["findings"] = [{**f.to_json(args.fail_on), "detail": _detail(f)} for f in store.findings]
-    doc["drift_checked"] = None if args.no_drift else f"two reads on one process; {reading.fresh_note}"
+    doc["drift_checked"] = None if args.no_drift else f"two reads on one process; {fresh_note}"
     gate = over_budget(cat, args.max_tokens, args.max_tool_tokens)
     doc["over_budget"] = gate or None
     # The same measurement as `doc`, without the findings (findings.json holds them): shared, not
@@ -99,7 +105,8 @@ def catalogue_main(argv: list[str]) -> int:
         sys.stdout.write(orjson.dumps(doc).decode() + "\n")
     else:
         print(f"target: {visible(spec.text)} ({cat.era_label})")
-        print("\n".join(cat.table()))
+        for line in cat.table_lines():
+            print(line)
         for f in store.findings:
             verdict = "FINDING" if f.fails(args.fail_on) else "observation"
             print(f"{verdict} {f.label} {f.rule}: {visible(f.title, TITLE_WIDTH)}")

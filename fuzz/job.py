@@ -66,6 +66,7 @@ from mcp_tempest.fuzz.properties.judging import (
 from mcp_tempest.fuzz.properties.surface import sample_value
 from mcp_tempest.fuzz.reach import Reach
 from mcp_tempest.fuzz.reach_corpus import ReachCorpus, corpus_key
+from mcp_tempest.targets import stop_request
 
 #: --guidance: "corpus" keeps examples that drew a new kind of answer in the example database and
 #: plays them first next run (fuzz/reach_corpus.py); "target" also steers Hypothesis towards them
@@ -452,6 +453,7 @@ class JobRun:
     def judge(self, case: Any, *, phase: str, blob: str | None, record: bool = True) -> Failure | None:
         """Play one case and file what it broke (unless `record` is False: a coverage batch is
         filed probe by probe); returns the failure when Hypothesis should see it."""
+        stop_request.stop_point()
         state, prop, transport, sink = self.state, self.prop, self.ctx.transport, self.sink
         aside = phase in ("reuse", "shrink", "split")
         t0 = time.monotonic()

@@ -186,29 +186,119 @@ def case_from_transcript(doc: dict[str, Any]) -> Case:
     return Case(property=str(doc.get("property") or ""), steps=steps)
 
 
-def recorded_timeouts(doc: dict[str, Any], timeout: float | None = None) -> tuple[float, float]:
+def recorded_timeouts(doc: dict[str, Any], timeout: float | None = None, name: str = "the file") -> tuple[float, float]:
     """(per-answer, start-up) seconds: an explicit `timeout` wins, else what the file recorded,
-    else the defaults of `mcp-tempest fuzz`."""
-    rec = doc.get("timeouts") if isinstance(doc.get("timeouts"), dict) else {}
-    answer = timeout if timeout is not None else _positive(rec.get("answer"), DEFAULT_TIMEOUT)
-    start = _positive(rec.get("start"), max(answer, DEFAULT_TIMEOUT)) if timeout is None else max(answer, 5.0)
+    else the defaults of `mcp-tempest fuzz`. A recorded value out of the range `--timeout` takes
+    is refused (ReplayUsageError): a file is input like any option, and 1e9 would overflow a
+    socket timeout while 1e6 would wait eleven days."""
+    rec = _recorded_timeouts(doc, name)
+    answer = timeout if timeout is not None else _file_seconds(rec.get("answer"), f"{name}: timeouts.answer")
+    answer = DEFAULT_TIMEOUT if answer is None else answer
+    start = _file_seconds(rec.get("start"), f"{name}: timeouts.start") if timeout is None else max(answer, 5.0)
+    start = max(answer, DEFAULT_TIMEOUT) if start is None else start
     return answer, max(start, answer)
 
 
-def _positive(value: Any, default: float) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else default
+def _recorded_timeouts(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    rec = doc.get("timeouts")
+    if rec is None:
+        return {}
+    if not isinstance(rec, dict):
+        raise ReplayUsageError(f"{name}: timeouts must be an object (answer, start), not {type(rec).__name__}")
+    return rec
+
+
+def _file_seconds(value: Any, where: str, *, zero_ok: bool = False) -> float | None:
+    """A number of seconds a file carries, held to the range of `--timeout` (`validate.seconds`,
+    the one definition of that range); None when the file leaves it out (null)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ReplayUsageError(f"{where} must be a number of seconds, not {type(value).__name__}")
+    try:
+        return validate.seconds(value, where, zero_ok=zero_ok)
+    except validate.InputError as exc:
+        raise ReplayUsageError(str(exc)) from None
+
+
+def check_file_timeouts(doc: dict[str, Any], name: str) -> None:
+    """Every wait a reproduction file asks for, in range, before anything runs: the recorded
+    timeouts, a step's own timeout, a client play's hold (ReplayUsageError, one line)."""
+    recorded_timeouts(doc, name=name)
+    case = doc.get("case") if isinstance(doc.get("case"), dict) else {}
+    steps = case.get("steps") if isinstance(case.get("steps"), list) else []
+    for i, step in enumerate(steps):
+        if isinstance(step, dict):
+            _file_seconds(step.get("timeout"), f"{name}: case.steps[{i}].timeout")
+    plays = case.get("plays") if isinstance(case.get("plays"), dict) else {}
+    for method, listed in plays.items():
+        for i, play in enumerate(listed if isinstance(listed, list) else []):
+            if isinstance(play, dict):
+                _file_seconds(play.get("hold"), f"{name}: case.plays[{method!r}][{i}].hold", zero_ok=True)
 
 
 def recorded_cwd(doc: dict[str, Any], base: Path | None) -> Path | None:
     """The directory the campaign ran in (relative to `base`, the file's folder, when relative);
     None when the file names none or it does not exist here."""
+    path = _recorded_path(doc, base)
+    return path if path is not None and path.is_dir() else None
+
+
+def _recorded_path(doc: dict[str, Any], base: Path | None) -> Path | None:
     cwd = doc.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return None
     path = Path(cwd)
     if not path.is_absolute():
         path = (base or Path.cwd()) / path
-    return path.resolve() if path.is_dir() else None
+    return path.resolve()
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlace:
+    """What a replay runs and where: the target, the directory it starts in (None: here), and
+    whether it is the file's own (recorded) target.
+
+    A recorded working directory that does not exist here is said, not refused: the target then
+    runs from the current directory. Why: a repro shared by a colleague records their absolute
+    checkout (/home/alice/project), which never exists on another machine, while the person
+    replaying it stands in their own checkout of the same project, where a relative command
+    (`stdio:python tests/servers/x.py`) means the same thing. Refusing would make every shared
+    repro need hand-editing; running silently elsewhere would hide why a command did not start.
+    If it cannot start, "could not run the target" (exit 2) follows the line that says where it ran.
+    """
+
+    target: str
+    cwd: Path | None
+    recorded: bool
+    missing_cwd: Path | None = None  # the recorded directory, when it does not exist here
+
+    def notice(self) -> str | None:
+        """The line printed before a recorded target runs: a shared repro runs the command line it
+        records, so the person replaying it is told what runs, where, and how to run another."""
+        if not self.recorded:
+            return None
+        if self.cwd is not None:
+            where = f"cwd {self.cwd}"
+        elif self.missing_cwd is not None:
+            where = f"cwd {Path.cwd()}: the recorded cwd {self.missing_cwd} does not exist here"
+        else:
+            where = f"cwd {Path.cwd()}: the file records none"
+        return visible(f"replay: running the recorded target: {self.target} ({where}); "
+                       "pass --target TARGET to replay against another")
+
+
+def run_place(doc: dict[str, Any], target: str | None, base: Path | None) -> RunPlace:
+    """Another target given on the command line runs from here; the recorded one from where it ran."""
+    target_text = target or doc.get("target")
+    if not isinstance(target_text, str) or not target_text:
+        raise ReplayUsageError("the file names no target; pass --target")
+    if target and target != doc.get("target"):
+        return RunPlace(target_text, None, recorded=False)
+    path = _recorded_path(doc, base)
+    if path is not None and not path.is_dir():
+        return RunPlace(target_text, None, recorded=True, missing_cwd=path)
+    return RunPlace(target_text, path, recorded=True)
 
 
 @contextlib.contextmanager
@@ -241,14 +331,10 @@ def replay_attempts(
 ) -> ReplayVerdict:
     """Probe the target once, then play and judge the reproduction `attempts` times on fresh
     processes, under the conditions the file recorded."""
-    target_text = target or doc.get("target")
-    if not isinstance(target_text, str) or not target_text:
-        raise ReplayUsageError("the file names no target; pass --target")
+    place = run_place(doc, target, base)
     answer, start = recorded_timeouts(doc, timeout)
-    # Another target given on the command line runs from here; the recorded one from where it ran.
-    cwd = None if target and target != doc.get("target") else recorded_cwd(doc, base)
-    with working_directory(cwd):
-        return ReplayVerdict([_play(doc, target_text, answer, start, allow_remote, probe_first=(i == 0),
+    with working_directory(place.cwd):
+        return ReplayVerdict([_play(doc, place.target, answer, start, allow_remote, probe_first=(i == 0),
                                     isolate_network=isolate_network) for i in range(max(1, attempts))])
 
 
@@ -396,11 +482,20 @@ def replay_main(argv: list[str]) -> int:
         extra_headers.configure(args.header)  # a HeaderError is a ValueError: one line, exit 2
         path = Path(args.file)
         doc = load_repro(path)
-        from mcp_tempest.fuzz.client.replay import is_client_repro, replay_client_document
+        check_file_timeouts(doc, str(path))
+        from mcp_tempest.fuzz.client.replay import (
+            is_client_repro,
+            recorded_client_notice,
+            replay_client_document,
+        )
 
         recorded_auth = auth_client.needs_issuer([orjson.dumps(doc).decode(), args.target or ""])
         auth = auth_client.start(args.auth or (recorded_auth and auth_client.active_issuer() is None),
                                  args.auth_issuer)
+        notice = (recorded_client_notice(doc, args.client) if is_client_repro(doc)
+                  else run_place(doc, args.target, path.resolve().parent).notice())
+        if notice:
+            print(notice, flush=True)  # before it runs: a shared repro is a script
         if is_client_repro(doc):
             verdict = ReplayVerdict([replay_client_document(doc, client=args.client, timeout=args.timeout)
                                      for _ in range(args.attempts)])

@@ -20,7 +20,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from mcp_tempest.strategies.auth_tokens import AUTH_DIRECTIVE, ISSUER_HEADER, RESOURCE_HEADER
-from mcp_tempest.targets import auth_client, extra_headers, wire
+from mcp_tempest.targets import auth_client, extra_headers, stop_request, wire
 from mcp_tempest.targets.connection import (
     DEFAULT_LINE_CAP,
     DEFAULT_TIMEOUT,
@@ -314,6 +314,7 @@ class HttpConnection(Connection):
                 if remaining <= 0 or not self._active_streams():
                     break
                 self._cond.wait(min(remaining, 0.1))
+                stop_request.wait_point()  # a stop asked for by a signal: not after the whole timeout
         # `ref`: the send this wait was for, so the oracle reads the timeout, not its note.
         waited_for = since if since is not None else self._last_send
         self._record("timeout", proc=min(self._procs, default=0), ref=waited_for,
@@ -532,6 +533,7 @@ class HttpConnection(Connection):
                 return False
         response.close()  # releases the socket for the next request on this keep-alive connection
         raw = bytes(body)
+        del body  # not held through the parse: a 16 MiB page costs its bytes once, not twice
         if not raw.strip():
             self._record("http", raw=raw, **common)
             return True

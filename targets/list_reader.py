@@ -145,6 +145,7 @@ class ListRead:
     failed: str = ""
     loop: int | None = None
     loop_cursor: str | None = None
+    dropped: int = 0  # items let go once measured (`drop_items`): still counted, no longer held
 
     @property
     def complete(self) -> bool:
@@ -152,13 +153,19 @@ class ListRead:
 
     @property
     def count(self) -> int | None:
-        return None if self.failed else len(self.items)
+        return None if self.failed else len(self.items) + self.dropped
+
+    def drop_items(self) -> None:
+        """Let the items go once what is needed of them is measured (the catalogue's costs and
+        findings): 150,000 parsed tools are about 80 MB the reports never read again."""
+        self.dropped += len(self.items)
+        self.items = []
 
     def describe(self) -> str:
         """One line on how the read ended: what a user reading a count must know about it."""
         if self.failed:
             return f"{self.name}: could not be read: {self.failed}"
-        got = f"{len(self.items)} read in {self.pages} page{'s' if self.pages != 1 else ''} ({_size(self.bytes)})"
+        got = f"{self.count} read in {self.pages} page{'s' if self.pages != 1 else ''} ({_size(self.bytes)})"
         if not self.cut:
             return f"{self.name}: {got}, complete"
         return f"{self.name}: cut short: {self.cut}; {got}, so the count is a lower bound"

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import orjson
 
-from mcp_tempest.targets import wire
+from mcp_tempest.targets import stop_request, wire
 from mcp_tempest.targets.connection import (
     DEFAULT_LINE_CAP,
     DEFAULT_TIMEOUT,
@@ -46,6 +46,7 @@ DEFAULT_CLOSE_GRACE: Final = 1.0
 # (a server printing noise in a loop must cost a counter, not one event per line).
 NOISE_EVENT_CAP: Final = 64
 NOISE_BYTE_CAP: Final = 256 * 1024
+_STOP_SLICE: Final = 0.25  # seconds a wait for the target polls before it looks for a stop request
 _POLL_IN: Final = select.POLLIN | select.POLLHUP | select.POLLERR
 _POLL_OUT: Final = select.POLLOUT | select.POLLERR | select.POLLHUP
 
@@ -257,9 +258,14 @@ class StdioConnection(Connection):
         """Wait until stdout is readable or `deadline`; read what is there. False on timeout."""
         if self._eof:
             return False
-        remaining = deadline - time.monotonic()
-        if not self._poll.poll(_ms(max(remaining, 0.0))):
-            return False
+        # in slices, so a stop asked for by a signal (targets/stop_request.py) does not wait it out
+        while True:
+            remaining = deadline - time.monotonic()
+            if self._poll.poll(_ms(min(max(remaining, 0.0), _STOP_SLICE))):
+                break
+            if remaining <= _STOP_SLICE:
+                return False
+            stop_request.wait_point()
         self._read_available()
         return True
 

@@ -38,8 +38,10 @@ class TargetSpec:
     `argv` is the command for `stdio:` and the command template (with `{port}`) for
     `http+spawn:`; `url` is the endpoint for `http://`; `path` is the MCP endpoint path of the
     spawned instances (`/mcp` unless given); `isolate_network`: every process the harness starts
-    for it gets a network namespace of its own (`targets.netns`); `coverage_rc`: the rcfile of a
-    code-coverage plan (`targets.code_coverage`), empty when the target's code is not measured.
+    for it gets a network namespace of its own (`targets.netns`); `coverage_rc`: where a
+    code-coverage plan lives, empty when the target's code is not measured: coverage.py's rcfile
+    for a Python target (`targets.code_coverage`), the V8 data folder for a Node one
+    (`targets.node_coverage`).
     """
 
     kind: TargetKind

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from mcp_tempest.targets import frame_recipe
+from mcp_tempest.targets import frame_recipe, wire
 from mcp_tempest.targets.transports import Transport, transport_named
 
 # Drivers record from several threads at once (concurrent HTTP POSTs, open SSE streams); one
@@ -26,6 +26,11 @@ _ADD_LOCK = threading.Lock()
 # valid frames); every kept event costs memory, so past this many in one case the rest are counted
 # in `Transcript.dropped`, not kept. Responses and requests are always kept: the oracle pairs them.
 NOTIFICATION_KEEP: Final = 2048
+
+# A message received in more bytes than this is stored (to_json) as its bytes alone: its parsed
+# form is made again from them on load. A list page of 150,000 tiny tools is 12.8 MB as bytes and
+# about 100 MB parsed; written both ways, every repro and the memory that writes it held it twice.
+RAW_ONLY_BYTES: Final = 1024 * 1024
 
 # In a spawn event's note: the process is a warm one that served earlier cases (the stdio pool's
 # rebind), so what it says first may still belong to one of them.
@@ -67,7 +72,7 @@ class Event:
         made = frame_recipe.dump_bytes(self.raw, self.message, "message") if self.kind == "send" else None
         if made is not None:  # a generated huge frame: how to make it, not its 11 MiB twice
             out.update(made)
-        elif self.message is not None:
+        elif self.message is not None and not self.raw_only():
             out["message"] = self.message
         if self.raw is not None and made is None:
             try:
@@ -82,6 +87,10 @@ class Event:
             out["note"] = self.note
         return out
 
+    def raw_only(self) -> bool:
+        """Whether `to_json` stores this event's message as its bytes alone (see RAW_ONLY_BYTES)."""
+        return self.kind == "recv" and self.raw is not None and len(self.raw) > RAW_ONLY_BYTES
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
         raw: bytes | None = None
@@ -93,6 +102,11 @@ class Event:
             raw = data["raw"].encode("utf-8")
         elif "raw_b64" in data:
             raw = base64.b64decode(data["raw_b64"])
+        if message is None and "message" not in data and data.get("kind") == "recv" and raw is not None:
+            try:  # a big message stored as its bytes alone (RAW_ONLY_BYTES)
+                message = wire.parse_line(raw)
+            except wire.DecodeError:
+                message = None
         return cls(
             kind=data["kind"],
             t=float(data.get("t", 0.0)),

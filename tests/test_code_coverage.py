@@ -135,6 +135,114 @@ def test_fork_served_children_do_not_carry_the_zygotes_data(tmp_path: Path) -> N
     assert body_lines(REFERENCE / "core.py", "_tools_list") & reach.executed_lines(REFERENCE / "core.py")
 
 
+PROBE_MODULE = """
+import coverage
+
+AT_IMPORT = coverage.Coverage.current()  # imported by the zygote, under the Coverage it started
+"""
+
+PROBE_SERVER = """
+import json
+import sys
+
+import coverage
+import probe_module
+
+
+def main():
+    for line in sys.stdin:
+        message = json.loads(line)
+        now = coverage.Coverage.current()
+        same = now is not None and now is probe_module.AT_IMPORT
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"same": same}}) + "\\n")
+        sys.stdout.flush()
+
+
+main()
+"""
+
+
+def test_fork_served_children_restart_the_zygotes_coverage(tmp_path: Path) -> None:
+    """A child measures with the Coverage the zygote started (restarted, with a data file of its
+    own), not a new one: constructing one costs a child 10-150 ms before its first answer."""
+    from coverage import CoverageData
+
+    (tmp_path / "probe_module.py").write_text(PROBE_MODULE)
+    script = tmp_path / "probe_server.py"
+    script.write_text(PROBE_SERVER)
+    plan = measured_plan("stdio:" + shlex.join([PY, str(script)]), tmp_path)
+    pids = []
+    with StdioPool(plan.spec, 0, env=coverage_env(plan.spec)) as pool:
+        for rid in (1, 2):  # the second child is forked after the zygote learned the first's imports
+            conn = pool.take(Transcript("t", "stdio"), refill=False)
+            try:
+                assert conn.request({"jsonrpc": "2.0", "id": rid, "method": "x"}, timeout=30)["result"] == {"same": True}
+            finally:
+                conn.close()
+            pids.append(conn.process.pid)
+        assert pool.forking, pool.fork_note
+    loop = {i + 1 for i, text in enumerate(PROBE_SERVER.splitlines()) if "same = now" in text}
+    for pid in pids:  # each child's file, of branch data, has what it ran
+        mine = [f for f in (tmp_path / "data").glob(".coverage.*") if f".pid{pid}." in f.name or f".{pid}." in f.name]
+        assert len(mine) == 1
+        data = CoverageData(basename=str(mine[0]))
+        data.read()
+        assert data.has_arcs()
+        assert loop <= set(data.lines(str(script)) or ())
+
+
+def test_collect_parses_each_file_once_and_reports_what_coverage_py_computes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three reports share one parse per file; the numbers are coverage.py's own, as its CLI
+    computes them from the same combined data."""
+    from coverage.parser import PythonParser
+
+    plan = measured_plan(None, tmp_path)
+    with StdioPool(plan.spec, 0, env=coverage_env(plan.spec)) as pool:
+        conn = pool.take(Transcript("t", "stdio"), refill=False)
+        try:
+            assert "tools" in conn.request(wire.build_request(1, "tools/list"), timeout=30)["result"]
+        finally:
+            conn.close()
+    parsed: list[str] = []
+    parse_source = PythonParser.parse_source
+
+    def counted(self: PythonParser) -> None:
+        parsed.append(self.filename)
+        parse_source(self)
+
+    monkeypatch.setattr(PythonParser, "parse_source", counted)
+    reach = collect(plan, tmp_path / "out")
+    monkeypatch.undo()
+    assert len(reach.files) >= 10
+    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == len(reach.files)
+
+    data_file = str(plan.data_dir / code_coverage.DATA_NAME)
+    own = tmp_path / "cli.json"
+    subprocess.run([PY, "-m", "coverage", "json", f"--rcfile={plan.rcfile}", f"--data-file={data_file}",
+                    "-o", str(own)], check=True, capture_output=True, cwd=ROOT)
+    summary = json.loads(own.read_text())
+    assert reach.percent == round(summary["totals"]["percent_covered"], 2)
+    assert {f["path"]: f["percent"] for f in reach.files} == {
+        path: round(entry["summary"]["percent_covered"], 2) for path, entry in summary["files"].items()}
+    own_xml = tmp_path / "cli.xml"
+    subprocess.run([PY, "-m", "coverage", "xml", f"--rcfile={plan.rcfile}", f"--data-file={data_file}",
+                    "-o", str(own_xml)], check=True, capture_output=True, cwd=ROOT)
+    ours, theirs = ET.parse(tmp_path / "out" / "coverage.xml").getroot(), ET.parse(own_xml).getroot()
+    for root in (ours, theirs):
+        root.attrib.pop("timestamp", None)
+    assert ET.tostring(ours) == ET.tostring(theirs)
+
+
+def test_the_teardown_reserve_grows_with_the_files_collect_parses(tmp_path: Path) -> None:
+    """What a --duration campaign keeps for `collect`: a little for one script, more for a package."""
+    script = measured_plan("stdio:" + shlex.join([PY, str(SDK_SERVER)]), tmp_path / "a")
+    package = measured_plan(None, tmp_path / "b")
+    files = len(list(REFERENCE.rglob("*.py")))
+    assert script.teardown_seconds() < 1.0
+    assert package.teardown_seconds() == pytest.approx(script.teardown_seconds() + 0.08 * (files - 1))
+
+
 # --- the official Python SDK server ---
 
 

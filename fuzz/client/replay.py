@@ -17,6 +17,17 @@ def is_client_repro(doc: dict[str, Any]) -> bool:
     return isinstance(doc.get("case"), dict) and doc["case"].get("mode") == "client"
 
 
+def recorded_client_notice(doc: dict[str, Any], client: str | None) -> str | None:
+    """The line printed before a recorded client command runs (None when --client names another):
+    a shared client repro runs the command line it records, and the person replaying it is told."""
+    from mcp_tempest.fuzz.safe_text import visible
+
+    template = doc.get("target")
+    if (client and client != template) or not isinstance(template, str) or not template:
+        return None
+    return visible(f"replay: running the recorded client: {template}; pass --client CMD to replay against another")
+
+
 def replay_client_document(doc: dict[str, Any], *, client: str | None, timeout: float | None) -> Any:
     """Play and judge one client reproduction; raises fuzz.replay.ReplayUsageError when it cannot."""
     from mcp_tempest.fuzz.client.campaign import replay_case

@@ -20,6 +20,7 @@ from mcp_tempest.fuzz.oracle.framing import in_flight_groups
 from mcp_tempest.fuzz.oracle.http import header_defects
 from mcp_tempest.fuzz.oracle.meta import defect_codes
 from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Expectation, Strength, Violation, rule, server_duty
+from mcp_tempest.fuzz.oracle.mrtr import state_was_needed
 from mcp_tempest.targets import wire
 
 _DESYNC_CODES = frozenset({wire.PARSE_ERROR, wire.INVALID_REQUEST})
@@ -135,6 +136,8 @@ def _reaction(x: Exchange, pair: Pair, exp: Expectation) -> list[Violation]:
                 continue
             if not input_required and (allows.complete or (allows.is_error_result and result.get("isError") is True)):
                 continue
+            if exp.rule == "MRTR-10" and not input_required and not state_was_needed(x, pair):
+                continue  # the retry carried every answer the server asked for: no state was needed (MRTR-16)
             what = "a fresh input_required" if input_required else "a result"
             bad(f"{label} was served ({what})", f"expected {exp.kind}", i, exp.served_strength)
     if not answers and not pair.maybe_answered and not allows.silence and _silent(x, pair) \

@@ -181,3 +181,64 @@ def mrtr_07(x: Exchange) -> list[Violation]:
                                      f"includeContext {params['includeContext']!r} without sampling.context",
                                      f"input request {key!r}", pair.method, i))
     return out
+
+
+# --- MRTR-10 seen from the server: a retry that leaves out its requestState ---
+
+_ROUND_TRIP_KEYS = ("name", "uri")  # what names the call a round-trip continues (tool, resource, prompt)
+
+
+def _same_call(a: Pair, b: Pair) -> bool:
+    pa, pb = a.sent.params or {}, b.sent.params or {}
+    return a.method == b.method and all(pa.get(k) == pb.get(k) for k in _ROUND_TRIP_KEYS)
+
+
+def _input_required_of(x: Exchange, pair: Pair) -> dict[str, Any] | None:
+    for _, said in x.answers(pair):
+        result = said.result if said.kind == "result" else None
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            return result
+    return None
+
+
+def unanswered_input_requests(x: Exchange, retry: Pair) -> list[str] | None:
+    """The keys the server asked for, over every round of the round-trip `retry` continues, that
+    the retry's own inputResponses leave unanswered; None when no earlier input_required of the
+    same call is in the transcript (nothing the retry continues).
+
+    Why: a retry that leaves out the requestState it was given (the client breaks MRTR-10) tells
+    the server nothing but what the retry itself carries. If that holds an answer to every
+    question the server asked, a server that derives its work from the answers alone rightly goes
+    on (MRTR-16: it proceeds when the answers it needs are there, MRTR-18: the retry is
+    self-contained), so serving it says nothing. Only when a question is still unanswered (asked
+    in this round, or in an earlier one whose answers only the state carried) did the server
+    need the state, and serving the retry anyway is the observation. The rounds are linked the
+    way the server links them: each retry echoes the requestState of the answer before it."""
+    earlier = [p for p in x.pairs if p.index < retry.index and _same_call(p, retry)]
+    latest = next(((p, r) for p in reversed(earlier) if (r := _input_required_of(x, p)) is not None), None)
+    if latest is None:
+        return None
+    responses = (retry.sent.params or {}).get("inputResponses")
+    answered = set(responses) if isinstance(responses, dict) else set()
+    asked: list[str] = []
+    pair, result = latest
+    seen: set[int] = set()
+    while pair.index not in seen:
+        seen.add(pair.index)
+        requests = result.get("inputRequests")
+        asked.extend(k for k in (requests if isinstance(requests, dict) else {}) if k not in asked)
+        state = (pair.sent.params or {}).get("requestState")
+        if not isinstance(state, str):
+            break  # the first round: nothing came before it
+        before = next(((p, r) for p in reversed(earlier) if p.index < pair.index
+                       and (r := _input_required_of(x, p)) is not None and r.get("requestState") == state), None)
+        if before is None:
+            break
+        pair, result = before
+    return [k for k in asked if k not in answered]
+
+
+def state_was_needed(x: Exchange, retry: Pair) -> bool:
+    """Whether serving `retry`, sent without the requestState it was given, means the server did
+    without state it needed (see `unanswered_input_requests`)."""
+    return bool(unanswered_input_requests(x, retry))

@@ -6,6 +6,7 @@ coverage.py), timed wall to wall as separate commands; the measured run's time i
 combining the data and writing coverage.py's HTML and XML reports, which a user waits for too.
 The runs alternate (plain, measured, plain, ...) so that a machine growing busier during the
 benchmark weighs on both alike. The figure of merit is measured / plain; the aim is at most 1.3x.
+Measuring must not change verdicts: both runs of a round must file the same findings (by id).
 
     python tests/benchmarks/bench_code_coverage.py [--examples 200] [--rounds 1]
            [--target "stdio:python tests/servers/sdk_server.py"]
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TARGET = "stdio:" + shlex.join([sys.executable, str(ROOT / "tests" / "servers" / "sdk_server.py")])
 
 
-def one_campaign(target: str, examples: int, out: Path, measured: bool) -> tuple[float, int, dict]:
-    """Seconds, wall to wall, examples run, and reach.code."""
+def one_campaign(target: str, examples: int, out: Path, measured: bool) -> tuple[float, int, dict, set[str]]:
+    """Seconds, wall to wall, examples run, reach.code, and the ids of the findings filed."""
     argv = [sys.executable, "-m", "mcp_tempest.fuzz.cli", "fuzz", "--target", target, "--max-examples",
             str(examples), "--seed", "1", "--no-database", "--out", str(out), "--progress", "never"]
     if not measured:
@@ -41,7 +42,8 @@ def one_campaign(target: str, examples: int, out: Path, measured: bool) -> tuple
     if done.returncode not in (0, 1):
         raise SystemExit(f"bench_code_coverage: campaign exit {done.returncode}: {done.stderr[-600:]}")
     index = json.loads((out / "findings.json").read_text())
-    return seconds, int(index["examples"]), index.get("reach", {}).get("code", {})
+    found = {str(f.get("id")) for f in index.get("findings", [])}
+    return seconds, int(index["examples"]), index.get("reach", {}).get("code", {}), found
 
 
 def main() -> int:
@@ -53,19 +55,25 @@ def main() -> int:
     plain: list[float] = []
     measured: list[float] = []
     code: dict = {}
+    differing = 0
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            seconds, n, _ = one_campaign(args.target, args.examples, Path(tmp) / f"plain-{r}", False)
+            seconds, n, _, plain_found = one_campaign(args.target, args.examples, Path(tmp) / f"plain-{r}", False)
             plain.append(seconds)
-            print(f"round {r + 1}: plain {seconds:.1f} s ({n} examples)", flush=True)
-            seconds, n, code = one_campaign(args.target, args.examples, Path(tmp) / f"measured-{r}", True)
+            print(f"round {r + 1}: plain {seconds:.1f} s ({n} examples, {len(plain_found)} findings)", flush=True)
+            seconds, n, code, found = one_campaign(args.target, args.examples, Path(tmp) / f"measured-{r}", True)
             measured.append(seconds)
-            print(f"round {r + 1}: measured {seconds:.1f} s ({n} examples), code coverage "
+            print(f"round {r + 1}: measured {seconds:.1f} s ({n} examples, {len(found)} findings), code coverage "
                   f"{code.get('percent', 'n/a')}%", flush=True)
+            if found != plain_found:
+                differing += 1
+                print(f"round {r + 1}: findings differ: only plain {sorted(plain_found - found)}, "
+                      f"only measured {sorted(found - plain_found)}", flush=True)
     ratio = statistics.median(measured) / statistics.median(plain)
+    verdicts = "same findings" if not differing else f"findings differ in {differing} round(s)"
     print(f"bench_code_coverage: measured/plain wall time {ratio:.2f}x (aim <= 1.3x) over {args.rounds} round(s) of "
-          f"{args.examples} examples; code coverage {code.get('percent', 'n/a')}%")
-    return 0 if ratio <= 1.3 else 1
+          f"{args.examples} examples; code coverage {code.get('percent', 'n/a')}%; {verdicts}")
+    return 0 if ratio <= 1.3 and not differing else 1
 
 
 if __name__ == "__main__":

@@ -100,7 +100,7 @@ def main() -> int:
                   f"{code.get('percent', 'n/a')}% {code.get('reason', '')}", flush=True)
         per_process_ms, per_process_mb, wrote = parse_cost(args.target, args.processes, Path(tmp))
     print(f"parsing: {per_process_ms:.0f} ms and {per_process_mb:.2f} MB of V8 data per process "
-          f"({wrote} processes wrote, of {args.processes} taken plus the pool's spare)")
+          f"({wrote} of {args.processes} processes wrote)")
     ratio = statistics.median(measured) / statistics.median(plain)
     print(f"bench_node_coverage: measured/plain wall time {ratio:.2f}x (aim <= 1.3x) over {args.rounds} round(s) of "
           f"{args.examples} examples; function coverage {code.get('percent', 'n/a')}%; parsing "
