@@ -66,6 +66,7 @@ DEFAULT_MAX_EXAMPLES = 200
 DEFAULT_SHRINK_SECONDS = 30.0
 DEFAULT_STEP_TIMEOUT = 5.0
 UNBOUNDED_EXAMPLES = 10**9
+WORKERS_TEARDOWN = 2.0  # seconds: --workers processes closing their targets and exiting
 
 
 class UnusableTarget(Exception):
@@ -197,7 +198,7 @@ def plan_jobs(
             seconds: float | None = duration * max(workers, 1) * share
             shrink = min(shrink_seconds, seconds * 0.3)
         else:
-            n = max(count + extra, 1)
+            n = count + extra  # may be 0: --max-examples is the campaign's total, exactly
             seconds = None
             shrink = shrink_seconds
         jobs.append(Job(p.name, t.spec.transport, t.spec.text, n, seconds, shrink,
@@ -344,6 +345,23 @@ def open_database(spec: str | None) -> ExampleDatabase | None:
 # --- the whole campaign ---
 
 
+def job_weights(jobs: list[Job], prepared: list[Prepared], props: dict[str, Property]) -> list[float]:
+    """Each job's weight in the split of the time: its property's, or 0 where it does not apply."""
+    by_target = {p.spec.text: p for p in prepared}
+    return [props[j.property].weight if props[j.property].applicable(by_target[j.target].context()) is None
+            else 0.0 for j in jobs]
+
+
+def share_of_time_left(job: Job, left: float, weight: float, weight_left: float, workers: int) -> None:
+    """Set a job's share when it starts, from the campaign's time left and the weight of the jobs
+    not yet started (this one included), over `workers` running side by side; what earlier jobs
+    did not use goes to the later ones, and an overrun (or the workers' start-up) is taken from
+    them rather than added to the end. The last job gets all that is left."""
+    left = max(left, 0.0)
+    job.seconds = min(left, left * workers * weight / (weight_left or 1.0))
+    job.shrink_seconds = min(job.shrink_seconds, job.seconds * 0.3)
+
+
 def run_jobs_here(
     jobs: list[Job], prepared: list[Prepared], props: dict[str, Property], sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
@@ -360,17 +378,14 @@ def run_jobs_here(
     by_target = {p.spec.text: p for p in prepared}
     endpoints: dict[str, Endpoint] = {}
     runs = runs if runs is not None else []
-    weights = [props[j.property].weight if props[j.property].applicable(by_target[j.target].context()) is None
-               else 0.0 for j in jobs]
+    weights = job_weights(jobs, prepared, props)
     try:
         for k, job in enumerate(jobs):
             stop_request.stop_point()
             if should_stop():
                 break
             if deadline is not None:
-                left = max(deadline - time.monotonic(), 0.0)
-                job.seconds = left * weights[k] / (sum(weights[k:]) or 1.0)
-                job.shrink_seconds = min(job.shrink_seconds, job.seconds * 0.3)
+                share_of_time_left(job, deadline - time.monotonic(), weights[k], sum(weights[k:]), 1)
             prep = by_target[job.target]
             endpoint = endpoints.get(job.target)
             if endpoint is None:
@@ -401,7 +416,7 @@ def run_campaign(
     props_all = all_properties()
     props = [props_all[name] for name in config.properties]
     if prepared is None:
-        prepared = [prepare_target(spec, timeout=config.timeout) for spec in config.targets]
+        prepared = [prepare_target(spec, timeout=config.timeout, seed=config.seed) for spec in config.targets]
     result.prepared = prepared
     for prep in prepared:
         prep.mutations = tuple(config.mutations)
@@ -415,9 +430,11 @@ def run_campaign(
     duration = config.duration
     deadline = None
     if duration is not None:
-        # The reports are written after the last job: keep a little time for them.
-        deadline = origin + duration - min(0.5 + config.teardown_seconds, duration * (0.02 + 0.18 * bool(
-            config.teardown_seconds)))
+        # The reports are written after the last job, and worker processes close their targets and
+        # exit (about 2 s measured, on a busy 2-core machine): keep the time for them.
+        teardown = 0.5 + config.teardown_seconds + (WORKERS_TEARDOWN if config.workers > 1 else 0.0)
+        deadline = origin + duration - min(teardown, duration * (0.02 + 0.18 * bool(
+            config.teardown_seconds or config.workers > 1)))
         duration = max(deadline - time.monotonic(), 0.1)
     jobs = plan_jobs(props, prepared, max_examples=config.max_examples, duration=duration,
                      workers=config.workers, shrink_seconds=config.shrink_seconds, seed=config.seed)
@@ -432,7 +449,7 @@ def run_campaign(
                           stop_on_first=config.stop_on_first, known=config.known,
                           deadline=deadline, stop_on_rules=config.stop_on_rules, guidance=config.guidance)
         else:
-            _run_workers(config, jobs, prepared, store, progress, runs, result)
+            _run_workers(config, jobs, prepared, store, progress, runs, result, deadline=deadline)
     except KeyboardInterrupt:
         result.interrupted = True
     finally:
@@ -457,20 +474,31 @@ def run_campaign(
 def _run_workers(
     config: CampaignConfig, jobs: list[Job], prepared: list[Prepared], store: FindingStore,
     progress: Progress | None, runs: list[PropertyRun], result: CampaignResult | None = None,
+    deadline: float | None = None,
 ) -> list[PropertyRun]:
     """K processes pull jobs from one queue and share the example database; findings come back
-    to this process, which alone writes files. Ctrl-C here is forwarded to every worker."""
+    to this process, which alone writes files. Ctrl-C here is forwarded to every worker.
+
+    With --duration (`deadline`, this process's monotonic clock): the longest shares are queued
+    first, so the last jobs to start are the short ones, and a worker sets a job's share when it
+    takes it (`share_of_time_left`), so the workers' start-up and an uneven packing come out of
+    the shares rather than on top of the duration (73 s for `--duration 60 --workers 2` before)."""
     ctx = multiprocessing.get_context("spawn")
     job_q: Any = ctx.Queue()
     out_q: Any = ctx.Queue()
-    for job in jobs:
-        job_q.put(asdict(job))
+    queued = sorted(jobs, key=lambda j: -(j.seconds or 0.0)) if deadline is not None else jobs
+    weights = job_weights(queued, prepared, all_properties())
+    for k, job in enumerate(queued):
+        job_q.put({"job": asdict(job), "weight": weights[k], "weight_left": sum(weights[k:])})
     workers = max(1, min(config.workers, len(jobs)))
     for _ in range(workers):
         job_q.put(None)
     payload = {
         "prepared": [p.dump() for p in prepared], "database": config.database, "timeout": config.timeout,
         "stop_on_first": config.stop_on_first, "known": sorted(config.known), "guidance": list(config.guidance),
+        # wall-clock time: Python does not promise that processes share a monotonic clock
+        "deadline": time.time() + (deadline - time.monotonic()) if deadline is not None else None,
+        "workers": workers,
     }
     procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-tempest-worker-{i}")
              for i in range(workers)]
@@ -576,7 +604,10 @@ def _work(payload: dict[str, Any], job_q: Any, out_q: Any) -> None:
             item = job_q.get()
             if item is None:
                 return
-            job = Job(**item)
+            job = Job(**item["job"])
+            if payload["deadline"] is not None:
+                share_of_time_left(job, payload["deadline"] - time.time(), item["weight"], item["weight_left"],
+                                   payload["workers"])
             prep = by_target[job.target]
             endpoint = endpoints.get(job.target)
             if endpoint is None:

@@ -337,7 +337,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         # A measured target is prepared measured too: the surface search's calls are often a
         # tool's first success, and run code the campaign's own examples may not.
         prepared = [prepare_target(getattr(plan, "spec", spec), timeout=args.timeout, tools=policy,
-                                   tool_args=tool_args, literals=_literals(plan, args.coverage_source))
+                                   tool_args=tool_args, literals=_literals(plan, args.coverage_source), seed=seed)
                     for spec, plan in zip(specs, plans, strict=True)]
     except UnusableTarget as exc:
         print(f"mcp-tempest fuzz: unusable target: {visible(exc)}", file=sys.stderr)

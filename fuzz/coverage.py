@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from mcp_tempest.fuzz.safe_text import visible
+
 
 class _Outcome(Protocol):
     property: str
@@ -64,7 +66,7 @@ def print_coverage(report: Mapping[str, Any]) -> None:
     for item in report["not_applied"]:
         by_why.setdefault(item["why"], []).append(item["probe"])
     for why, names in by_why.items():
-        print(f"  not tried ({why}): {', '.join(names)}")
+        print(f"  not tried ({visible(why)}): {', '.join(names)}")
 
 
 def known_report(findings: Sequence[_Finding], baseline: Mapping[str, str], replayed: Iterable[str]) -> dict[str, Any]:
@@ -89,6 +91,7 @@ def print_known(report: Mapping[str, Any]) -> None:
     print(f"known: {len(report['known'])} of {report['baseline']} baseline groups seen again, "
           f"{len(report['new'])} new, {len(report['gone'])} gone")
     for gid in report["new"]:
-        print(f"  new: {gid}")
+        print(f"  new: {visible(gid)}")
     for item in report["gone"]:
-        print(f"  gone: {item['id']} ({item['reason']})")
+        # The reason is a title from a --known file, which quotes the server: shown escaped.
+        print(f"  gone: {visible(item['id'])} ({visible(item['reason'])})")

@@ -79,6 +79,7 @@ COVERAGE_KEY_PREFIX = b"mcp-tempest/coverage-failures:"
 RECENT_EXAMPLES = 20
 STOPPED_NOTE = "stopped: the target stopped answering (reported once)"
 HALTED_PREFIX = "halted: "
+NO_BUDGET_NOTE = "not run: the jobs before it spent the --max-examples budget (raise --max-examples)"
 #: How a phase ended, when the job goes on to its next phase.
 GOES_ON = ("", "budget")
 
@@ -673,6 +674,8 @@ def run_job(
     filed, with a `halted_note` that tells the caller to run no further job.
     `known`: groups not to stop for (a --known baseline): filed, never shrunk again."""
     reason = prop.applicable(ctx)
+    if reason is None and job.max_examples <= 0 and job.seconds is None:
+        reason = NO_BUDGET_NOTE
     if reason is not None:
         return skipped_job(job, prop, ctx, sink, reason)
     endpoint.prepare(prop.fresh_per_example)

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from mcp_tempest.fuzz.safe_text import visible
+
 if TYPE_CHECKING:
     from mcp_tempest.fuzz.oracle.model import Violation
 
@@ -104,7 +106,7 @@ class McpSession:
             spec = parse_target(target)
             self.prepared = prepare_target(spec, timeout=timeout)
         except (TargetError, UnusableTarget) as exc:
-            raise pytest.UsageError(f"mcp-tempest: unusable target: {exc}") from None
+            raise pytest.UsageError(f"mcp-tempest: unusable target: {visible(exc)}") from None
         self.spec = spec
         self.timeout = timeout
         self.fail_on = fail_on
@@ -133,10 +135,43 @@ class McpSession:
         if violations:
             self.endpoint.discard_warm()
             main = primary(violations, run)
-            lines = [f"{main.strength} {main.rule}: {main.title}{_probe_note(main)}", main.detail, "", "violations:"]
-            lines += [f"  {v.strength} {v.rule}: {v.title}{_probe_note(v)} {v.detail}" for v in violations]
-            lines += ["", "transcript:", *render_transcript_text(run.transcript.to_json())]
+            lines = [violation_line(main), visible(main.detail), "", "violations:"]
+            lines += [f"  {violation_line(v)} {visible(v.detail)}" for v in violations]
+            lines += ["", "transcript:", *map(visible, render_transcript_text(run.transcript.to_json()))]
             raise AssertionError("\n".join(lines))
+
+    def check_probes(self, prop_name: str) -> None:
+        """The property's coverage phase, as a campaign's begins: every named probe once, in order
+        (Hypothesis' random cases seldom draw them: the era lock, a foreign Origin); fails with
+        every probe that broke a rule at or above --mcp-fail-on, each with its first violation,
+        and the first one's transcript."""
+        __tracebackhide__ = True
+        from mcp_tempest.fuzz.properties.base import all_properties
+        from mcp_tempest.fuzz.properties.executor import execute
+        from mcp_tempest.fuzz.properties.judging import judge_run, primary
+        from mcp_tempest.fuzz.reports import render_transcript_text
+
+        prop = all_properties()[prop_name]
+        reason = prop.applicable(self.ctx)
+        if reason is not None:
+            pytest.skip(f"{prop_name}: {reason}")
+        self.endpoint.prepare(prop.fresh_per_example)
+        probes = [p for p in prop.coverage(self.ctx) if p.case is not None]
+        if not probes:
+            pytest.skip(f"{prop_name}: no probe applies to this target")
+        failed: list[str] = []
+        transcript: list[str] = []
+        for p in probes:
+            run = execute(p.case, self.endpoint, reuse=True, timeout=self.timeout)
+            violations = self.observe(judge_run(prop, run, self.ctx))
+            if violations:
+                main = primary(violations, run)
+                failed.append(f"  probe {p.name}: {violation_line(main)}")
+                if not transcript:
+                    transcript = ["", f"transcript of probe {p.name}:",
+                                  *map(visible, render_transcript_text(run.transcript.to_json()))]
+        if failed:
+            raise AssertionError("\n".join([f"{len(failed)} of {len(probes)} probes failed:", *failed, *transcript]))
 
     def observe(self, violations: list[Violation]) -> list[Violation]:
         """The violations that fail the test (at or above --mcp-fail-on); each weaker one becomes
@@ -150,7 +185,7 @@ class McpSession:
         failing = [v for v in violations if strength_rank(v.strength) <= strength_rank(self.fail_on.upper())]
         for v in violations:
             if v not in failing:
-                warnings.warn(McpObservation(f"{v.strength} {v.rule}: {v.title} (below --mcp-fail-on "
+                warnings.warn(McpObservation(f"{violation_line(v, probe=False)} (below --mcp-fail-on "
                                              f"{self.fail_on})"), stacklevel=3)
         return failing
 
@@ -180,6 +215,13 @@ def mcp_session(request: pytest.FixtureRequest) -> Iterator[McpSession]:
         yield session
     finally:
         session.close()
+
+
+def violation_line(v: Violation, *, probe: bool = True) -> str:
+    """`STRENGTH RULE: title (probe ...)` for pytest's output. A title may quote the server (a
+    tool's name, an error message): shown escaped (fuzz/safe_text.py), so it cannot clear the
+    terminal or forge a line of the test report."""
+    return f"{v.strength} {v.rule}: {visible(v.title)}{_probe_note(v) if probe else ''}"
 
 
 def _probe_note(v: Violation) -> str:

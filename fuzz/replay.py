@@ -14,6 +14,11 @@ order, one fresh process per recorded process.
 Before the case is played the target is probed once: a target that does not start or does not
 answer its first request could not run, which says nothing about the finding (exit 2, never 1).
 
+A repro file is input, and a shared one is a script: every wait it carries is held to the range
+`--timeout` takes (exit 2, one line), and the command line it records is printed before it runs,
+with where (`RunPlace`: a recorded directory missing here is said, and the target runs from the
+current one); `--target` (`--client` for a client repro) runs another instead.
+
 "Still fails" means the recorded bug itself recurred: a violation with the file's own signature
 (duty, reaction and probe, `fuzz.oracle.model.signature`). A violation of anything else, the same
 rule broken another way included, is not that bug: it is reported as a different violation, so a

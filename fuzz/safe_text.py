@@ -45,11 +45,11 @@ NAME_WIDTH: Final = 80
 def invisible(ch: str) -> bool:
     """Whether one character that is not a control draws nothing or reorders the text around it:
     format characters (bidi controls, zero-width ones, tags that smuggle ASCII), private-use and
-    unassigned code points, variation selectors (both ranges: they smuggle bytes after any
-    letter), the letters that draw nothing. The soft hyphen is left out: it is a hyphenation
-    hint in ordinary prose (`hidden` still escapes it, as it is not printable)."""
-    code = ord(ch)
-    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or ch in _DRAW_NOTHING:
+    unassigned code points, the supplementary variation selectors (they smuggle bytes after any
+    letter), the letters that draw nothing. Left out: the soft hyphen, a hyphenation hint in
+    ordinary prose (`hidden` still escapes it: it is not printable), and U+FE00..FE0F, which pick
+    a glyph's presentation in everyday text (the U+FE0F of "❤️")."""
+    if "\U000e0100" <= ch <= "\U000e01ef" or ch in _DRAW_NOTHING:
         return True
     return unicodedata.category(ch) in ("Cf", "Co", "Cn") and ch != _SOFT_HYPHEN
 

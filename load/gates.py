@@ -14,6 +14,7 @@ and a percentile read from too few samples (or a setup call's) is shown but neve
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable
@@ -160,11 +161,11 @@ def _percentage(text: str, option: str, example: str) -> float:
         raise GateError(f"{option} {text!r}: expected a percentage such as {example}") from None
 
 
-def parse_margin(text: str) -> float:
+def parse_margin(text: str, option: str = "--baseline-margin") -> float:
     """'20%' or '20' -> 0.20; the margin is always a percentage."""
-    value = _percentage(text, "--baseline-margin", "20%")
-    if value < 0:
-        raise GateError(f"--baseline-margin {text!r}: must not be negative")
+    value = _percentage(text, option, "20%")
+    if not math.isfinite(value) or value < 0:
+        raise GateError(f"{option} {text!r}: must be a finite percentage, not negative")
     return value / 100.0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from mcp_tempest.fuzz.safe_text import html_text
 from mcp_tempest.load.charts import STYLE, Chart, Series, svg
+from mcp_tempest.load.compare import html_section as compare_section
 from mcp_tempest.load.recorder import OPERATION
 from mcp_tempest.load.summary import describe_model
 
@@ -96,12 +97,15 @@ def _verdicts(summary: dict[str, Any]) -> str:
             for c in baseline.get("changes") or [])
         parts.append(f"<h2>Baseline {_e(baseline.get('file', ''))} (margin {baseline.get('margin', 0) * 100:g}%)</h2>"
                      + (f"<p>{_e(baseline['tolerates'])}</p>" if baseline.get("tolerates") else "")
+                     + (f"<p class=\"bad\">{_e(baseline['hint'])}</p>" if baseline.get("hint") else "")
                      + f"<table><tr><th>name</th><th>metric</th><th>before</th><th>after</th><th>verdict</th></tr>"
                      f"{rows}</table>")
     return "".join(parts)
 
 
-def render(summary: dict[str, Any]) -> str:
+def render(summary: dict[str, Any], baseline: dict[str, Any] | None = None) -> str:
+    """The page; with `--compare-target`, `summary` is the candidate's rounds merged and
+    `baseline` the baseline's, and the comparison comes first."""
     ops = summary.get("operations") or {}
     requests = [(n, e) for n, e in ops.items() if e.get("kind") != OPERATION]
     operations = [(n, e) for n, e in ops.items() if e.get("kind") == OPERATION]
@@ -137,6 +141,8 @@ def render(summary: dict[str, Any]) -> str:
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-tempest load report</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<h1>Load run against {_e(summary.get('target', ''))}</h1>",
+        compare_section(summary["comparison"], baseline, summary) if summary.get("comparison") else "",
+        "<h2>The candidate (all its rounds)</h2>" if summary.get("comparison") else "",
         f"<p>{status}</p><p>{_e(describe_model(summary.get('model') or {}))}</p>",
         f"<p>{summary.get('requests', 0)} requests in {summary.get('duration_s', 0):g} s "
         f"({summary.get('rps', 0)} rps; {summary.get('setup_requests', 0)} of them setup, shown by name and "

@@ -30,8 +30,10 @@ from urllib.parse import urlsplit
 import orjson
 
 from mcp_tempest.load import capacity
+from mcp_tempest.load import compare as compare_mod
 from mcp_tempest.load import gates as gates_mod
 from mcp_tempest.load import report as report_mod
+from mcp_tempest.load.machine import MachineWatch
 from mcp_tempest.load.memory import MemorySampler, analyse, describe
 from mcp_tempest.load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
 from mcp_tempest.load.summary import consistency, format_table, read_json, summary_line, write_json
@@ -82,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress-every", type=float, default=3.0,
                    help="seconds between live progress lines (default 3; 0: none)")
     p.add_argument("--spawn-rate", type=float, default=None, help="users started per second (default: all at once)")
-    p.add_argument("--run-time", default="30s", help="run length, e.g. 20s, 2m, 1m30s (default 30s)")
+    p.add_argument("--run-time", default=None,
+                   help="run length, e.g. 20s, 2m, 1m30s (default 30s; with --compare-target 2m, split into rounds)")
     p.add_argument("--mix", default=DEFAULT_MIX, help=f"weighted request mix NAME=W,... (default {DEFAULT_MIX})")
     p.add_argument("--instances", type=int, default=1, help="server instances to start, used round-robin (default 1)")
     p.add_argument("--processes", type=int, default=1,
@@ -98,6 +101,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline-min-samples", type=int, default=gates_mod.DEFAULT_MIN_SAMPLES,
                    help="a name's p99 is gated against --baseline only with this many samples in both runs "
                         f"(default {gates_mod.DEFAULT_MIN_SAMPLES})")
+    p.add_argument("--compare-target", default=None, metavar="OLD",
+                   help="the baseline build (any --target form): --target (the candidate) and OLD take turns in "
+                        "rounds of --round-time within this run, and the verdict is on candidate/baseline ratios")
+    p.add_argument("--compare-margin", default="10%",
+                   help="--compare-target: a slowdown (or throughput loss) beyond this fails the run (default 10%%)")
+    p.add_argument("--compare-confidence", default="95%",
+                   help="--compare-target: confidence of the intervals the verdict rests on (default 95%%)")
+    p.add_argument("--round-time", default="2s",
+                   help="--compare-target: measured length of each round (default 2s; each round also has a "
+                        "warm-up of a quarter of it, at most 1s, that is not measured)")
     p.add_argument("--rate-tolerance", default=f"{gates_mod.DEFAULT_RATE_TOLERANCE * 100:g}%",
                    help="open model: share of the arrivals due that may go unsent before the run fails "
                         f"(default {gates_mod.DEFAULT_RATE_TOLERANCE * 100:g}%%)")
@@ -210,19 +223,29 @@ def discover_ok(url: str, timeout: float) -> str | None:
     return f"{url}: server/discover got HTTP {resp.status} without a JSON-RPC result (not a 2026-07-28 server?)"
 
 
-def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s: float, label: str) -> list[str]:
+def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s: float, label: str,
+                    rounds: dict[str, Any] | None = None) -> list[str]:
+    """Locust's command line; with `rounds` (--compare-target), the rounds loop of load/users.py
+    ends the run itself, and Locust's own CSV and HTML (which would hold the last round) are not
+    written."""
     users = args.max_in_flight if args.rate else args.users
     spawn_rate = args.spawn_rate if args.spawn_rate else max(1.0, float(users))
     cmd = [
         sys.executable, "-m", "locust", "-f", str(USERS_FILE), "--headless",
-        "-u", str(users), "-r", f"{spawn_rate:g}", "-t", f"{max(1, round(run_s))}s",
+        "-u", str(users), "-r", f"{spawn_rate:g}",
         "--host", urls[0], "--mcp-endpoints", ",".join(urls), "--mcp-target-label", label,
         "--mix", args.mix, "--check-every", str(args.check_every), "--mcp-timeout", f"{args.timeout:g}",
         "--mrtr-in-flight", str(args.mrtr_in_flight), "--mrtr-gap", str(args.mrtr_gap),
         "--mcp-seed", str(args.seed), "--mcp-summary", str(out / "summary.json"),
-        "--mcp-values", str(args.values_file),
-        "--csv", str(out / "locust"), "--html", str(out / "locust.html"), "--only-summary",
+        "--mcp-values", str(args.values_file), "--only-summary",
     ]
+    if rounds is None:
+        cmd += ["-t", f"{max(1, round(run_s))}s", "--csv", str(out / "locust"), "--html", str(out / "locust.html")]
+    else:
+        cmd += ["--mcp-rounds", str(rounds["rounds"]), "--mcp-round-time", f"{rounds['round_s']:g}",
+                "--mcp-round-warmup", f"{rounds['warmup_s']:g}", "--mcp-rounds-dir", str(out / "rounds"),
+                "--mcp-baseline-endpoints", ",".join(rounds["baseline_urls"]),
+                "--mcp-baseline-label", rounds["baseline_label"]]
     if args.mrtr_tools:
         cmd += ["--mrtr-tools", args.mrtr_tools]
     if args.tools:
@@ -233,7 +256,7 @@ def _locust_command(args: argparse.Namespace, urls: list[str], out: Path, run_s:
         cmd += ["--mcp-log-level", args.log_level]
     if args.rate:
         cmd += ["--mcp-rate", f"{args.rate / args.processes:g}", "--mcp-rate-total", f"{args.rate:g}"]
-    if args.progress_every > 0:
+    if args.progress_every > 0 or rounds is not None:
         cmd += ["--mcp-progress", str(out / PROGRESS_FILE), "--mcp-progress-every", f"{args.progress_every:g}"]
     if args.processes > 1:
         port = free_ports(1)[0]
@@ -253,6 +276,11 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
 
 def format_progress(line: dict[str, Any]) -> str:
     """One live progress update, from a line Locust's side appended to progress.jsonl."""
+    if "round" in line:  # --compare-target: one line per round
+        return (f"round {line.get('round')}/{line.get('rounds')} {line.get('build', ''):<9}: "
+                f"{line.get('requests', 0)} requests, {line.get('rps', 0):.1f} rps, "
+                f"p50 {line.get('p50_ms', 0):.3f} ms, p99 {line.get('p99_ms', 0):.3f} ms, "
+                f"{line.get('failures', 0)} failures")
     return (f"[{line.get('t', 0):>6.1f}s] {line.get('requests', 0)} requests, {line.get('rps', 0):.1f} rps, "
             f"{line.get('failures', 0)} failures, {line.get('mrtr_in_flight', 0)} MRTR in flight, "
             f"p99 {line.get('p99_ms', 0):.2f} ms")
@@ -364,7 +392,10 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     _finite("--baseline-floor-ms", args.baseline_floor_ms, 0.0, 1e7, low_ok=True)
     if not 1 <= args.baseline_min_samples <= 10**9:
         raise UsageError("--baseline-min-samples must be between 1 and 10^9")
+    if args.run_time is None:
+        args.run_time = "2m" if args.compare_target else "30s"
     run_s = parse_duration(args.run_time)
+    args.compare_plan = _compare_plan(args, run_s) if args.compare_target is not None else None
     from mcp_tempest.fuzz.tool_args import ToolArgsError, load_tool_args
 
     try:  # fuzz's loader, so that one file (or pyproject table) serves both commands
@@ -415,6 +446,41 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
     return run_s, gates, margin, baseline
 
 
+MIN_ROUNDS = 8
+MAX_ROUND_WARMUP_S = 1.0
+# Seconds per round for Locust to stop one build's users and start the other's (the deadline only)
+ROUND_SWITCH_S = 3.0
+
+
+def _compare_plan(args: argparse.Namespace, run_s: float) -> dict[str, Any]:
+    """--compare-target's rounds: how many fit in --run-time, each --round-time plus its warm-up."""
+    if not args.compare_target.strip():
+        raise UsageError("--compare-target needs the baseline build: http://127.0.0.1:PORT/PATH or http+spawn:<command>")
+    clashes = [opt for opt, on in (("--baseline", args.baseline), ("--find-capacity", args.find_capacity),
+                                   ("--processes", args.processes > 1)) if on]
+    if clashes:
+        raise UsageError(f"--compare-target measures both builds in one run of one Locust process: "
+                         f"drop {', '.join(clashes)}")
+    round_s = parse_duration(args.round_time, "--round-time")
+    warmup = min(MAX_ROUND_WARMUP_S, round_s / 4.0)
+    rounds = int(run_s // (round_s + warmup)) // 4 * 4  # whole B C C B blocks: each order equally often
+    if rounds < MIN_ROUNDS:
+        raise UsageError(f"--run-time {args.run_time} holds {rounds} rounds of {round_s:g}s (+{warmup:g}s warm-up); "
+                         f"--compare-target needs at least {MIN_ROUNDS} (B C C B twice): raise --run-time to "
+                         f"{math.ceil(MIN_ROUNDS * (round_s + warmup))}s or lower --round-time")
+    try:
+        margin = gates_mod.parse_margin(args.compare_margin, "--compare-margin")
+        confidence = gates_mod.parse_margin(args.compare_confidence, "--compare-confidence")
+    except gates_mod.GateError as exc:
+        raise UsageError(str(exc)) from None
+    if margin >= 1.0:
+        raise UsageError(f"--compare-margin {args.compare_margin!r}: must be below 100%")
+    if not 0.5 <= confidence < 1.0:
+        raise UsageError(f"--compare-confidence {args.compare_confidence!r}: expected 50% to 99.9%")
+    return {"rounds": rounds, "round_s": round_s, "warmup_s": warmup, "run_s": run_s, "margin": margin,
+            "confidence": confidence, "order": compare_mod.round_order(rounds)}
+
+
 TMP_PREFIX = "mcp-tempest-load-"
 
 
@@ -456,6 +522,14 @@ def _load_main(args: argparse.Namespace, run_s: float, gates: list[gates_mod.Gat
         args.argument_sources = write_values(args.values_file, spec, getattr(args, "tool_args_values", {}))
         previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
+            if getattr(args, "compare_plan", None) is not None:
+                try:
+                    old = _target(argparse.Namespace(**{**vars(args), "target": args.compare_target, "bug": []}),
+                                  Path(tmp) / "baseline")
+                except UsageError as exc:
+                    print(f"mcp-tempest load: error: --compare-target: {exc}", file=sys.stderr)
+                    return 2
+                return _run_compare(args, spec, old, out, gates)
             return _run(args, spec, out, run_s, gates, margin, baseline)
         except Terminated:
             print("mcp-tempest load: terminated; Locust and the servers were stopped", file=sys.stderr)
@@ -481,15 +555,15 @@ def write_values(path: Path, spec: TargetSpec, tool_args: dict[str, dict[str, li
 
 
 def _locust_run(args: argparse.Namespace, urls: list[str], out: Path, run_s: float, label: str, *,
-                show_progress: bool) -> int | None:
+                show_progress: bool, rounds: dict[str, Any] | None = None) -> int | None:
     """One Locust run into `out` (its exit status; None when it had to be killed)."""
     with contextlib.suppress(FileNotFoundError):
         (out / "summary.json").unlink()
     with contextlib.suppress(FileNotFoundError):
         (out / PROGRESS_FILE).unlink()
-    cmd = _locust_command(args, urls, out, run_s, label)
+    cmd = _locust_command(args, urls, out, run_s, label, rounds)
     (out / "locust-command.txt").write_text(shlex.join(cmd) + "\n", encoding="utf-8")
-    progress = _ProgressTail(out / PROGRESS_FILE) if show_progress and args.progress_every > 0 else None
+    progress = _ProgressTail(out / PROGRESS_FILE) if show_progress and (args.progress_every > 0 or rounds) else None
     return _run_locust(cmd, out / "locust.log", run_s + LOCUST_BOOT_GRACE_S, progress)
 
 
@@ -580,9 +654,11 @@ def _run(
                  else f"closed model, {args.users} users")
         print(f"load: {model}, for {run_s:g}s against {', '.join(urls)}"
               + (f" with {args.processes} Locust processes" if args.processes > 1 else ""), flush=True)
+        watch = MachineWatch().start()
         t_start = time.time()
         status = _locust_run(args, urls, out, run_s, spec.text, show_progress=True)
         t_end = time.time()
+        machine = watch.stop()
         if sampler is not None:
             sampler.stop()
     finally:
@@ -625,6 +701,10 @@ def _run(
                          "regression": c.regression, "not_gated": c.not_gated} for c in changes],
             "regressions": sum(c.regression for c in changes),
         }
+        hint = baseline_hint(changes, machine)
+        if hint:
+            summary["baseline"]["hint"] = hint
+    summary["machine"] = machine
     summary["consistency"] = consistency(summary)
     delivery = gates_mod.undelivered(summary, args.tolerance)
     if (summary.get("model") or {}).get("kind") == "open":
@@ -644,11 +724,153 @@ def _run(
               + gates_mod.describe_noise(margin, args.baseline_floor_ms, args.baseline_min_samples))
         for c in changes:
             print("  " + c.describe())
+        if (summary.get("baseline") or {}).get("hint"):
+            print("note: " + summary["baseline"]["hint"])
     for reason in reasons:
         print(f"FAIL: {reason}")
     print(f"reports: {out / 'report.html'}, {summary_path}, {out / 'locust_stats.csv'}, {out / 'locust.html'}")
     print(summary_line(summary))
     return 1 if reasons else 0
+
+
+def _start_side(spec: TargetSpec, instances: int, timeout: float, pools: list[SpawnPool]) -> list[str]:
+    """The URLs of one build: started (and kept in `pools`, to stop) or as given."""
+    if spec.kind != "http+spawn":
+        return [spec.url]
+    print(f"starting {instances} instance(s) of {spec.text}", flush=True)
+    pool = SpawnPool(spec, instances, ready_timeout=max(timeout, 1.0))
+    pools.append(pool)
+    pool.start()
+    return pool.urls
+
+
+def _run_compare(args: argparse.Namespace, spec: TargetSpec, old: TargetSpec, out: Path,
+                 gates: list[gates_mod.Gate]) -> int:
+    """--compare-target: both builds up for the whole run, taking turns in rounds (one Locust
+    process, load/users.py's rounds loop), then the verdict on their ratios (load/compare.py)."""
+    plan = dict(args.compare_plan)
+    pools: list[SpawnPool] = []
+    sampler: MemorySampler | None = None
+    rounds_dir = out / "rounds"
+    for stale in (out / "summary.json", out / "baseline-summary.json", *rounds_dir.glob("round-*.json")):
+        stale.unlink(missing_ok=True)
+    watch = MachineWatch()
+    try:
+        try:
+            urls = _start_side(spec, args.instances, args.timeout, pools)
+            old_urls = _start_side(old, args.instances, args.timeout, pools)
+        except TargetError as exc:
+            print(f"mcp-tempest load: unusable target: {exc}", file=sys.stderr)
+            return 2
+        for url in (*urls, *old_urls):
+            problem = discover_ok(url, args.timeout)
+            if problem is not None:
+                print(f"mcp-tempest load: unusable target: {problem}", file=sys.stderr)
+                return 2
+        if pools and spec.kind == "http+spawn":
+            sampler = MemorySampler([p.pid for p in pools[0].processes if p is not None]).start()
+        plan.update(baseline_urls=old_urls, baseline_label=old.text)
+        model = (f"open model, {args.rate:g} arrivals/s" if args.rate else f"closed model, {args.users} users")
+        print(f"compare: {plan['rounds']} rounds of {plan['round_s']:g}s (+{plan['warmup_s']:g}s warm-up), "
+              f"B C C B ..., {model}; candidate (C) {', '.join(urls)}, baseline (B) {', '.join(old_urls)}",
+              flush=True)
+        watch.start()
+        t_start = time.time()
+        deadline_s = plan["rounds"] * (plan["round_s"] + plan["warmup_s"] + ROUND_SWITCH_S)
+        status = _locust_run(args, urls, out, deadline_s, spec.text, show_progress=True, rounds=plan)
+        t_end = time.time()
+        machine = watch.stop()
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        for pool in pools:
+            pool.stop()
+    files = sorted(rounds_dir.glob("round-*.json"))
+    if status is None or not (out / "summary.json").is_file() or len(files) != plan["rounds"]:
+        why = "did not finish in time" if status is None else f"exited with status {status}"
+        print(f"mcp-tempest load: error: Locust {why} after {len(files)} of {plan['rounds']} rounds; "
+              f"see {out / 'locust.log'}", file=sys.stderr)
+        return 2
+    rounds = [read_json(f) for f in files]
+    summary = read_json(out / "summary.json")
+    baseline = read_json(rounds_dir / "baseline-summary.json") if (rounds_dir / "baseline-summary.json").is_file() \
+        else {}
+    if (rounds_dir / "baseline-summary.json").is_file():
+        (rounds_dir / "baseline-summary.json").replace(out / "baseline-summary.json")
+    comparison = compare_mod.compare(plan["order"], rounds, margin=plan["margin"], confidence=plan["confidence"])
+    comparison["rounds"] = {"count": plan["rounds"], "round_s": plan["round_s"], "warmup_s": plan["warmup_s"],
+                            "run_s": plan["run_s"], "order": plan["order"]}
+    comparison["candidate"] = {"target": spec.text, "endpoints": urls, "requests": summary.get("requests", 0),
+                               "failures": summary.get("failures", 0), "violations": summary.get("violations", 0)}
+    comparison["baseline"] = {"target": old.text, "endpoints": old_urls, "requests": baseline.get("requests", 0),
+                              "failures": baseline.get("failures", 0), "violations": baseline.get("violations", 0),
+                              "summary": "baseline-summary.json"}
+    comparison["machine"] = machine
+    comparison["method"] = compare_mod.METHOD
+    notes = []
+    thin = [r["round"] for r in comparison["per_round"] if r["requests"] < compare_mod.MIN_ROUND_REQUESTS]
+    if thin:
+        notes.append(f"rounds {', '.join(map(str, thin))} served fewer than {compare_mod.MIN_ROUND_REQUESTS} "
+                     "requests: too short to be steady, raise --round-time")
+    if machine["busy"]:
+        notes.append(f"the machine was busy ({machine['why']}); both builds shared it alike, turn by turn")
+    comparison["notes"] = notes
+    summary["comparison"] = comparison
+    summary["config"] = {
+        "users": args.users if not args.rate else None, "rate": args.rate, "max_in_flight": args.max_in_flight,
+        "run_time_s": plan["run_s"], "mix": args.mix, "instances": len(urls), "processes": args.processes,
+        "check_every": args.check_every, "endpoints": urls, "compare_endpoints": old_urls,
+        "argument_sources": getattr(args, "argument_sources", {}),
+    }
+    if sampler is not None:
+        summary["memory"] = analyse(sampler.samples, load_start=summary.get("started_at") or t_start,
+                                    load_end=summary.get("stopped_at") or t_end,
+                                    threshold_mb=args.memory_threshold_mb, requests=summary.get("requests", 0))
+    else:
+        summary["memory"] = {"sampled": False}
+    results = gates_mod.evaluate(gates, summary)
+    summary["gates"] = [{"gate": r.gate.text, "value": r.value, "crossed": r.crossed} for r in results]
+    summary["consistency"] = consistency(summary)
+    delivery = gates_mod.undelivered(summary, args.tolerance)
+    reasons = _verdict(summary, results, [], delivery)
+    if comparison["verdict"] == compare_mod.REGRESSION:
+        reasons.append(f"regression against the baseline build beyond {plan['margin'] * 100:g}% at "
+                       f"{plan['confidence'] * 100:g}% confidence: " + ", ".join(comparison["regressions"]))
+    summary["verdict"] = {"exit_status": 1 if reasons else 0, "reasons": reasons}
+    write_json(out / "summary.json", summary)
+    (out / "report.html").write_text(report_mod.render(summary, baseline), encoding="utf-8")
+    print(compare_mod.format_comparison(comparison))
+    print(describe(summary["memory"]))
+    for r in results:
+        print(r.describe())
+    for reason in reasons:
+        print(f"FAIL: {reason}")
+    print(f"reports: {out / 'report.html'}, {out / 'summary.json'}, {out / 'baseline-summary.json'}, {rounds_dir}/")
+    print(f"load: compare {comparison['verdict']}, {plan['rounds']} rounds, "
+          f"p50 x{comparison['metrics']['p50_ms']['ratio']}, p99 x{comparison['metrics']['p99_ms']['ratio']}, "
+          f"rps x{comparison['metrics']['rps']['ratio']}; " + summary_line(summary).removeprefix("load: "))
+    return 1 if reasons else 0
+
+
+# A --baseline change this large (either way) is more often the machine than the build.
+LARGE_CHANGE = 0.5
+
+
+def baseline_hint(changes: list[gates_mod.Change], machine: dict[str, Any]) -> str:
+    """Why a --baseline verdict may be the machine's and not the build's, and what to run instead."""
+    why = []
+    if machine.get("busy"):
+        why.append(f"the machine was busy during this run ({machine['why']})")
+    large = [c for c in changes if not c.not_gated and c.before > 0
+             and abs(c.after / c.before - 1.0) >= LARGE_CHANGE]
+    if large:
+        shown = ", ".join(f"{c.name} {c.metric} {c.percent:+.0f}%" for c in large[:3])
+        why.append(f"{len(large)} figure(s) changed by {LARGE_CHANGE * 100:g}% or more ({shown})")
+    if not why:
+        return ""
+    return ("; ".join(why) + ". A baseline run made at another time (or on another machine) cannot tell a slower "
+            "build from a busier machine: run both builds in the same run with --compare-target OLD "
+            "(--target is the candidate), which alternates them in rounds and gives each ratio an interval")
 
 
 def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], changes: list[gates_mod.Change],

@@ -37,6 +37,7 @@ import orjson
 from locust import User, events, task
 from locust.runners import MasterRunner, WorkerRunner
 
+from mcp_tempest.load.compare import BASELINE, CANDIDATE, round_order
 from mcp_tempest.load.mcp_client import TIMEOUT, McpHttp
 from mcp_tempest.load.operations import (
     DEFAULT_MIX,
@@ -126,6 +127,13 @@ class _Process:
         self.shared: Any = None  # open model: the session that discovered for all (catalog, argument values)
         self.values: Any = None  # the run's ValueSources (command line, tool args), read once per process
         self.progress: Any = None  # the greenlet writing --mcp-progress
+        # --mcp-rounds (`load --compare-target`): the endpoints of the build whose round runs now
+        # (None: --mcp-endpoints), the greenlet taking the turns, and each build's rounds merged
+        self.endpoints: list[str] | None = None
+        self.rounds: Any = None
+        self.totals: dict[str, Recorder] = {}
+        self.durations: dict[str, float] = {}
+        self.due_offset = 0  # open model: arrivals due during the round's warm-up (not measured)
 
 
 STATE = _Process()
@@ -162,6 +170,16 @@ def _options(parser: Any) -> None:
                        help="open model: the whole run's rate, as reported in summary.json (default: --mcp-rate)")
     group.add_argument("--mcp-progress", default="", help="append a JSON progress line to this file every few s")
     group.add_argument("--mcp-progress-every", type=float, default=2.0, help="seconds between progress lines")
+    group.add_argument("--mcp-rounds", type=int, default=0,
+                       help="alternate two builds in this many rounds, B C C B ... (0: one target, no rounds); "
+                            "--mcp-endpoints is the candidate C, --mcp-baseline-endpoints the baseline B")
+    group.add_argument("--mcp-baseline-endpoints", default="", help="with --mcp-rounds: the baseline's endpoints")
+    group.add_argument("--mcp-baseline-label", default="", help="with --mcp-rounds: the baseline as the user named it")
+    group.add_argument("--mcp-round-time", type=float, default=5.0, help="with --mcp-rounds: measured seconds per round")
+    group.add_argument("--mcp-round-warmup", type=float, default=1.0,
+                       help="with --mcp-rounds: seconds at the start of each round that are not measured")
+    group.add_argument("--mcp-rounds-dir", default="",
+                       help="with --mcp-rounds: write each round's summary and the baseline's merged one here")
 
 
 def _opts(environment: Any) -> Any:
@@ -213,6 +231,8 @@ def _on_init(environment: Any, **_kw: Any) -> None:
             environment.process_exit_code = 2
             if runner is not None:
                 gevent.spawn_later(0, runner.quit)
+    if opts is not None and opts.mcp_rounds > 0:
+        STATE.endpoints = _round_endpoints(opts, round_order(opts.mcp_rounds)[0])
     if isinstance(runner, MasterRunner):
         environment.events.worker_report.add_listener(_on_worker_report)
         runner.register_message(FINAL_MESSAGE, _on_final)
@@ -269,7 +289,7 @@ def _note_backlog() -> None:
     # Locust's stop() holds the event loop before it fires test_stopping: arrivals that fell due
     # while it did could not be begun by any slot, so the schedule ends where the loop last ran.
     end = now if now - STATE.loop_seen <= LOOP_HELD_NS else STATE.loop_seen + LOOP_TICK_NS
-    counters["open_due"] += max(pacer.due(end), STATE.sent + STATE.late)
+    counters["open_due"] += max(pacer.due(end) - STATE.due_offset, STATE.sent + STATE.late)
     counters["open_sent"] += STATE.sent
     # sent, their answers cut by the stop: in no figure, so counted here
     counters["open_in_flight"] += STATE.busy
@@ -318,12 +338,15 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
     opts = _opts(environment)
     if not isinstance(environment.runner, WorkerRunner):
         STATE.recorder.started = time.time()
-        if opts is not None and opts.mcp_progress and STATE.progress is None:
+        if opts is not None and opts.mcp_rounds > 0:
+            if STATE.rounds is None:  # the first round, started by Locust itself; the others by the loop
+                STATE.rounds = gevent.spawn(_rounds_loop, environment)
+        elif opts is not None and opts.mcp_progress and STATE.progress is None:
             STATE.progress = gevent.spawn(_progress_loop, Path(opts.mcp_progress), opts.mcp_progress_every)
     if opts is not None and opts.mcp_rate > 0 and not isinstance(environment.runner, MasterRunner):
         STATE.pacer = Pacer(opts.mcp_rate)
         STATE.pacer_noted = False
-        STATE.busy = STATE.busy_peak = STATE.sent = STATE.late = 0
+        STATE.busy = STATE.busy_peak = STATE.sent = STATE.late = STATE.due_offset = 0
         STATE.loop_seen = time.perf_counter_ns()
         STATE.watch = gevent.spawn(_watch_loop)
         STATE.cpu_start = (time.process_time(), time.monotonic())
@@ -383,6 +406,9 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
     rec = STATE.recorder
     if rec.stopped is None:
         rec.stopped = time.time()
+    if opts is not None and opts.mcp_rounds > 0:
+        _write_totals(environment)
+        return
     duration = (rec.stopped - rec.started) if rec.started else 0.0
     label = (opts.mcp_target_label if opts is not None else "") or environment.host or ""
     summary = build_summary(
@@ -403,13 +429,13 @@ def _on_quitting(environment: Any, **_kw: Any) -> None:
         gevent.sleep(CSV_SETTLE_S)
 
 
-def _model(environment: Any) -> dict[str, Any]:
+def _model(environment: Any, rec: Recorder | None = None) -> dict[str, Any]:
     """Which load model ran, for the summary: closed (users loop) or open (a fixed arrival rate)."""
     opts = _opts(environment)
     users = getattr(opts, "num_users", None) if opts is not None else None
     if opts is None or opts.mcp_rate <= 0:
         return {"kind": "closed", "users": users}
-    counters = STATE.recorder.counters
+    counters = (rec or STATE.recorder).counters
     due, sent = counters.get("open_due", 0), counters.get("open_sent", 0)
     backlog = counters.get("open_backlog_timeouts", 0)
     # Every arrival due is in one of these: sent (and then answered in the figures, or in flight
@@ -427,6 +453,99 @@ def _model(environment: Any) -> dict[str, Any]:
         "generator_cpu_s": counters.get("open_cpu_ms", 0) / 1000.0,
         "generator_wall_s": counters.get("open_wall_ms", 0) / 1000.0,
     }
+
+
+# --- rounds: two builds taking turns in one Locust process (`load --compare-target`) ---
+
+
+def _round_endpoints(opts: Any, side: str) -> list[str]:
+    text = opts.mcp_baseline_endpoints if side == BASELINE else opts.mcp_endpoints
+    return [u.strip() for u in text.split(",") if u.strip()]
+
+
+def _fresh_round(opts: Any, side: str) -> None:
+    """What one round must not inherit from the one before: its numbers, the other build's
+    discovery and probes, and the users' numbering (so every round draws the same arguments:
+    the same seed for both builds)."""
+    STATE.recorder = Recorder()
+    STATE.probes = {}
+    STATE.shared = None
+    STATE.user_numbers = itertools.count()
+    STATE.endpoints = _round_endpoints(opts, side)
+
+
+def _rounds_loop(environment: Any) -> None:
+    """Take the turns: each round starts fresh users against one build, forgets its first
+    `--mcp-round-warmup` seconds (connections, discovery, the first calls), measures
+    `--mcp-round-time` seconds, stops, and writes its summary; then the other build. Both builds'
+    servers stay up throughout (the harness started them once). Quits Locust at the end, so the
+    run stops by itself; a round that cannot be written still ends the run."""
+    opts = _opts(environment)
+    runner = environment.runner
+    order = round_order(opts.mcp_rounds)
+    folder = Path(opts.mcp_rounds_dir or ".")
+    labels = {CANDIDATE: opts.mcp_target_label or opts.mcp_endpoints, BASELINE: opts.mcp_baseline_label
+              or opts.mcp_baseline_endpoints}
+    STATE.totals = {BASELINE: Recorder(), CANDIDATE: Recorder()}
+    STATE.durations = {BASELINE: 0.0, CANDIDATE: 0.0}
+    progress = open(opts.mcp_progress, "ab", buffering=0) if opts.mcp_progress else None  # noqa: SIM115
+    try:
+        for i, side in enumerate(order):
+            if i:
+                _fresh_round(opts, side)
+                runner.start(opts.num_users, opts.spawn_rate)
+            gevent.sleep(max(0.0, opts.mcp_round_warmup))
+            rec = STATE.recorder
+            rec.drain()  # the warm-up's samples and counters, discarded
+            rec.started = time.time()
+            if STATE.pacer is not None:
+                STATE.due_offset = STATE.pacer.due(time.perf_counter_ns())
+                STATE.sent = STATE.late = 0
+                STATE.busy_peak = STATE.busy
+            gevent.sleep(opts.mcp_round_time)
+            runner.stop()
+            rec.stopped = rec.stopped or time.time()
+            duration = rec.stopped - rec.started
+            summary = build_summary(rec, target=labels[side], duration_s=duration, check_every=STATE.checker.every,
+                                    oracle=STATE.oracle, model=_model(environment, rec))
+            summary["round"] = {"index": i + 1, "of": len(order), "build": side}
+            write_json(folder / f"round-{i + 1:02d}-{side}.json", summary)
+            if progress is not None:
+                overall = summary["overall"]
+                progress.write(orjson.dumps({"round": i + 1, "rounds": len(order), "build": side,
+                                             "requests": overall["count"], "failures": summary["failures"],
+                                             "rps": round(overall["count"] / max(duration, 1e-9), 1),
+                                             "p50_ms": overall["p50_ms"], "p99_ms": overall["p99_ms"]}) + b"\n")
+            total = STATE.totals[side]
+            total.started = total.started or rec.started
+            total.stopped = rec.stopped
+            total.merge_wire(rec.drain())
+            STATE.durations[side] += duration
+    except Exception as exc:  # noqa: BLE001 - reported, and the run still ends (exit 2 from the harness)
+        sys.stderr.write(f"load: the rounds stopped: {type(exc).__name__}: {exc}\n")
+        environment.process_exit_code = 2
+    finally:
+        if progress is not None:
+            progress.close()
+        gevent.spawn_later(0, runner.quit)
+
+
+def _write_totals(environment: Any) -> None:
+    """Each build's rounds merged (exactly: the recorders' histograms add up): the candidate's as
+    --mcp-summary, the baseline's beside the rounds."""
+    opts = _opts(environment)
+    labels = {CANDIDATE: opts.mcp_target_label or opts.mcp_endpoints, BASELINE: opts.mcp_baseline_label
+              or opts.mcp_baseline_endpoints}
+    paths = {CANDIDATE: Path(opts.mcp_summary) if opts.mcp_summary else None,
+             BASELINE: Path(opts.mcp_rounds_dir or ".") / "baseline-summary.json"}
+    for side, total in STATE.totals.items():
+        path = paths[side]
+        if path is None or total.started is None:
+            continue
+        summary = build_summary(total, target=labels[side], duration_s=STATE.durations.get(side, 0.0),
+                                check_every=STATE.checker.every, oracle=STATE.oracle,
+                                model=_model(environment, total))
+        write_json(path, summary)
 
 
 # --- the user ---
@@ -451,7 +570,7 @@ class McpUser(User):
         number = next(STATE.user_numbers)
         worker = getattr(self.environment.runner, "worker_index", 0) or 0
         endpoints = [u.strip() for u in (opts.mcp_endpoints.split(",") if opts else []) if u.strip()]
-        endpoints = endpoints or [self.host]
+        endpoints = STATE.endpoints or endpoints or [self.host]
         timeout = float(opts.mcp_timeout) if opts else 10.0
         self.timeout_ns = int(timeout * 1e9)
         http = self.http = McpHttp(endpoints, timeout=timeout, start=number + worker)

@@ -19,9 +19,21 @@ of `properties.x` costs two levels per property, an `items` chain one per array.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Final
+
+# The depth helpers live with the wire codec, which cuts what a server sends with them; re-exported
+# here for the schema side (one definition).
+from mcp_tempest.targets.json_depth import (
+    MAX_WRITTEN_DEPTH,
+    cut_deep,
+    json_text,
+    nesting_depth,
+    same_json,
+)
+
+__all__ = ["CUT_COUNT_LIMIT", "MAX_ITEMS", "MAX_SCHEMA_DEPTH", "MAX_WRITTEN_DEPTH", "DepthCut", "bounded_schema",
+           "cut_deep", "json_text", "nesting_depth", "same_json"]
 
 #: Deepest JSON nesting of a schema document the harness keeps (and of values it generates from
 #: one). Real tool schemas stay well under 20; 64 leaves every walker far from Python's recursion
@@ -32,12 +44,6 @@ MAX_SCHEMA_DEPTH: Final = 64
 #: Items of one list the harness works on for each example (tools exercised, a result's items
 #: validated): a server's list can be any length, the work done per example must not be.
 MAX_ITEMS: Final = 256
-
-#: Deepest nesting a written JSON document (a repro, findings.json) keeps: orjson writes nothing
-#: deeper than 254, and what a server said can be (its schemas are cut only where the harness
-#: uses them, not in the transcript that records them).
-MAX_WRITTEN_DEPTH: Final = 240
-
 
 @dataclass(frozen=True, slots=True)
 class DepthCut:
@@ -54,6 +60,8 @@ class DepthCut:
             return (f"{self.where} reaches deeper than {self.limit} schemas through $ref: generated to that "
                     f"depth ({self.parts} sub-schema{plural} below it left as any value)")
         deep = f"{self.depth}" if self.depth < CUT_COUNT_LIMIT else f"more than {CUT_COUNT_LIMIT}"
+        if self.depth >= MAX_WRITTEN_DEPTH - RECEIVED_SLACK:  # it may have been cut when received
+            deep = f"at least {self.depth}"
         return (f"{self.where} is nested {deep} levels deep: cut at {self.limit} "
                 f"({self.parts} part{plural} replaced by an empty schema)")
 
@@ -62,71 +70,14 @@ class DepthCut:
                 "text": self.text()}
 
 
+#: How far inside a message a schema can sit (a tool's inputSchema is 4 levels down a tools/list
+#: response): a schema about `MAX_WRITTEN_DEPTH` deep may have been cut when its message was
+#: received (`wire.loads`), so its depth as listed is only known to be at least that.
+RECEIVED_SLACK: Final = 16
+
 #: How far a too-deep document's depth is counted for the report (the walk is iterative, so this
 #: only bounds the time a pathological document costs, not the stack).
 CUT_COUNT_LIMIT: Final = 1_000_000
-
-
-def nesting_depth(value: Any, *, stop: int | None = None) -> int:
-    """How deep `value` nests (a scalar 0, `{}` 1, `{"a": []}` 2), walked without recursion;
-    with `stop`, the walk ends as soon as that depth is seen (and returns it)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list | tuple):
-            children = node
-        else:
-            continue
-        depth += 1
-        if depth > deepest:
-            deepest = depth
-            if stop is not None and deepest >= stop:
-                return deepest
-        stack.extend((child, depth) for child in children if isinstance(child, dict | list | tuple))
-    return deepest
-
-
-def cut_deep(value: Any, limit: int = MAX_SCHEMA_DEPTH, *, max_items: int | None = None) -> tuple[Any, int]:
-    """`value` with every container that would sit deeper than `limit` replaced by an empty one
-    of its kind (`{}`, which as a schema allows anything; `[]`), and with `max_items`, every list
-    past that many items cut to its first `max_items`; and how many parts were cut. The value
-    itself when nothing was (no copy survives); a copy otherwise, the input untouched. Only the
-    part kept is walked: a list of 100,000 items cut to 256 costs 256."""
-    if not isinstance(value, dict | list | tuple):
-        return value, 0
-    cut = 0
-    top = _empty_like(value)
-    stack: list[tuple[Any, Any, int]] = [(value, top, 1)]
-    while stack:
-        source, target, depth = stack.pop()
-        if isinstance(source, dict):
-            items: Any = source.items()
-        else:
-            if max_items is not None and len(source) > max_items:
-                cut += 1
-                source = source[:max_items]
-            items = enumerate(source)
-        for key, child in items:
-            if isinstance(child, dict | list | tuple):
-                copy: Any = _empty_like(child)
-                if depth + 1 >= limit:  # the child sits at the limit: only an empty one fits there
-                    cut += bool(child)
-                else:
-                    stack.append((child, copy, depth + 1))
-            else:
-                copy = child
-            if isinstance(target, dict):
-                target[key] = copy
-            else:
-                target.append(copy)
-    return (top, cut) if cut else (value, 0)
-
-
-def _empty_like(value: Any) -> Any:
-    return {} if isinstance(value, dict) else []
 
 
 def bounded_schema(schema: Any, where: str, limit: int = MAX_SCHEMA_DEPTH) -> tuple[Any, DepthCut | None]:
@@ -135,64 +86,3 @@ def bounded_schema(schema: Any, where: str, limit: int = MAX_SCHEMA_DEPTH) -> tu
     if not parts:
         return schema, None
     return kept, DepthCut(where, nesting_depth(schema, stop=CUT_COUNT_LIMIT), limit, parts)
-
-
-_END: Final = object()
-
-
-def json_text(value: Any, *, separators: tuple[str, str] = (", ", ": ")) -> str:
-    """`json.dumps(value, ensure_ascii=False, separators=separators)` for a value of any depth:
-    the same text, written without recursion (the standard encoder stops near 1,000 levels)."""
-    item_sep, key_sep = separators
-    out: list[str] = []
-    stack: list[list[Any]] = []  # [iterator, is_object, first]
-
-    def start(v: Any) -> None:
-        if isinstance(v, dict):
-            out.append("{")
-            stack.append([iter(v.items()), True, True])
-        elif isinstance(v, list | tuple):
-            out.append("[")
-            stack.append([iter(v), False, True])
-        else:
-            out.append(json.dumps(v, ensure_ascii=False))
-
-    start(value)
-    while stack:
-        frame = stack[-1]
-        nxt = next(frame[0], _END)
-        if nxt is _END:
-            out.append("}" if frame[1] else "]")
-            stack.pop()
-            continue
-        if not frame[2]:
-            out.append(item_sep)
-        frame[2] = False
-        if frame[1]:
-            key, child = nxt
-            out.append(json.dumps(key if isinstance(key, str) else str(key), ensure_ascii=False) + key_sep)
-            start(child)
-        else:
-            start(nxt)
-    return "".join(out)
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """`a == b` for JSON values of any depth, compared without recursion (Python's own `==`
-    raises RecursionError near 1,000 levels)."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if isinstance(x, dict) and isinstance(y, dict):
-            if x.keys() != y.keys():
-                return False
-            stack.extend((x[k], y[k]) for k in x)
-        elif isinstance(x, list | tuple) and isinstance(y, list | tuple):
-            if len(x) != len(y) or type(x) is not type(y):
-                return False
-            stack.extend(zip(x, y, strict=True))
-        elif isinstance(x, dict | list | tuple) or isinstance(y, dict | list | tuple):
-            return False
-        elif x != y:
-            return False
-    return True

@@ -16,6 +16,8 @@ from typing import Any, Final
 
 import orjson
 
+from mcp_tempest.targets import json_depth
+
 # --- Protocol constants (DIGEST sections 2, 5, 7 and 14) ---
 
 MODERN_VERSION: Final = "2026-07-28"
@@ -175,10 +177,20 @@ class DecodeError(ValueError):
 
 
 def loads(data: bytes | str) -> Any:
+    """The JSON value `data` carries, of any depth: a message nested deeper than orjson writes is
+    cut to `MAX_WRITTEN_DEPTH` (what was sent is in the raw bytes the caller keeps), one deeper
+    than orjson reads is read by `parse_deep` and cut the same way. A correct message is never
+    refused for its depth alone; what is not JSON is refused (DecodeError) whatever its depth."""
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise DecodeError(f"not JSON: {exc}") from None
+        if not str(exc).startswith(json_depth.ORJSON_DEPTH_REFUSAL):
+            raise DecodeError(f"not JSON: {exc}") from None
+        try:
+            return json_depth.parse_deep(data)
+        except json_depth.DeepJSONError as deep_exc:
+            raise DecodeError(f"not JSON: {deep_exc}") from None
+    return json_depth.cut_received(value, data)
 
 
 def parse_line(line: bytes) -> Any:

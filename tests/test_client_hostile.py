@@ -4,6 +4,7 @@ behind is bounded and owned as a server's would be (fuzz/client/runner.py, targe
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -155,3 +156,82 @@ def test_a_hostile_http_client_is_refused_within_the_caps_and_leaves_no_task_beh
     while len(ours()) > len(before) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ours() == before  # the portal's thread ended, and with it every connection task
+
+
+# --- a client that sends junk in a loop (issue 32): what is kept of it is bounded, and the cut is said ---
+
+JUNK = CLIENTS / "junk_bodies.py"
+
+
+@pytest.mark.parametrize("placeholder", ["{url}", "{server}"])
+def test_a_client_sending_junk_in_a_loop_is_recorded_as_bounded_excerpts_and_the_cut_is_said(placeholder: str) -> None:
+    """200 bodies of 64 KiB (12.5 MiB): the first NOISE_EVENT_CAP are kept as excerpts with their
+    length and digest, the rest counted; unbounded, all of it was kept up to the 16 MiB log cap,
+    which every finding's repro file and the report then carried (--out 98 MB)."""
+    transcript = run_case(ClientCommand.parse(f"{PY} {JUNK} 200 {placeholder}"), ClientCase(), timeout=20)
+    events = transcript.events
+    assert not any(e.kind == "timeout" for e in events)  # all 200 read and answered: the client finished
+    junk = [e for e in events if e.proc > 0 and e.kind == "noise"]
+    assert len(junk) == stub.NOISE_EVENT_CAP, len(junk)
+    assert all(len(e.raw or b"") <= stub.NOISE_KEEP_BYTES + 4 for e in junk)
+    assert re.fullmatch(r"65536 bytes, sha256 [0-9a-f]{16}\.\.\.; the first \d+ kept", junk[0].note), junk[0].note
+    assert len({e.note for e in junk}) == len(junk)  # the digests tell the bodies apart
+    kept = sum(len(e.raw or b"") for e in events if e.proc > 0)
+    assert kept < 2 * stub.NOISE_EVENT_CAP * stub.NOISE_KEEP_BYTES, kept
+    cut = [e.note for e in events if e.kind == "error" and e.note.startswith("not recorded:")]
+    assert cut == [f"not recorded: 136 more client frames ({136 * 65536} bytes as sent), read and answered as usual: "
+                   f"136 of them not JSON, past the {stub.NOISE_EVENT_CAP} such frames recorded"], cut
+    # the excerpts keep each body's verdicts: not JSON (RPC-01) and not UTF-8 (RPC-02)
+    assert {"RPC-01", "RPC-02"} <= {v.rule for v in judge_client(transcript)}
+
+
+def test_an_excerpt_keeps_the_frames_utf8_verdict() -> None:
+    """RPC-02 reads the excerpt: a cut inside a character must not make UTF-8 look broken, and a
+    broken byte past the cut must not be lost."""
+    for raw in (b"a" * (stub.NOISE_KEEP_BYTES - 1) + "é".encode() * 10, "é".encode() * stub.NOISE_KEEP_BYTES,
+                b"a" * 2 * stub.NOISE_KEEP_BYTES + b"\xff" + b"b" * 5, b"\xff" * 2 * stub.NOISE_KEEP_BYTES,
+                b"b" * (stub.NOISE_KEEP_BYTES - 1) + b"\xe9\x80" + b"c" * 100):
+        head, note = stub.noise_excerpt(raw)
+        assert len(head) <= stub.NOISE_KEEP_BYTES + 4 and note.startswith(f"{len(raw)} bytes, sha256 ")
+        assert _utf8(head) == _utf8(raw), (raw[:8], note)
+    assert stub.noise_excerpt(b"short junk") == (b"short junk", "")
+
+
+def test_the_client_caps_are_the_ones_a_servers_noise_is_held_to() -> None:
+    from mcp_tempest.targets import connection, stdio_driver
+
+    assert stub.NOISE_KEEP_BYTES == connection.NOISE_KEEP_BYTES
+    assert stub.NOISE_EVENT_CAP == stdio_driver.NOISE_EVENT_CAP
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@pytest.mark.nightly  # about 70 s: ten 5-second runs of a client flooding its server with junk
+def test_a_junk_flood_campaign_stays_under_300_mb_and_writes_a_few_mb(tmp_path: Path) -> None:
+    """The issue's measurement: `fuzz-client` against a client POSTing 64 KiB junk bodies in a
+    loop was 340 MB resident with a 98 MB --out (408 MB and 130 MB here before the fix)."""
+    out = tmp_path / "out"
+    harness = subprocess.Popen(
+        [PY, "-m", "mcp_tempest.fuzz.cli", "fuzz-client", "--client", f"{PY} {JUNK} {{url}}", "--max-examples", "10",
+         "--seed", "1", "--timeout", "5", "--shrink-time", "5", "--out", str(out)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while harness.poll() is None:
+        try:
+            status = Path(f"/proc/{harness.pid}/status").read_text()
+            peak = max(peak, int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]))
+        except (OSError, ValueError, StopIteration):
+            pass
+        time.sleep(0.05)
+    stdout, stderr = harness.communicate()
+    assert harness.returncode == 1 and "Traceback" not in stderr, stdout + stderr
+    written = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    assert peak < 300 * 1024, f"peak RSS {peak // 1024} MB"
+    assert written < 8 * 2**20, f"--out {written / 2**20:.1f} MB"
+    assert "not recorded:" in (out / "report.html").read_text()

@@ -71,3 +71,31 @@ def test_a_property_with_no_example_in_its_share_is_an_error_of_the_run(tmp_path
     errors = [line for line in proc.stdout.splitlines() if line.startswith("fuzz: error: ")]
     assert errors and all("got no example in its share" in line for line in errors), proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_duration_holds_with_workers(tmp_path: Path) -> None:
+    """With --workers the shares are set as each worker takes a job, from the time left: the
+    workers' start-up and an uneven packing come out of the shares (73 s for 60 before)."""
+    asked = 30.0
+    target = reference_stdio(tmp_path / "s.sqlite3")
+    began = time.monotonic()
+    proc = run_cli("fuzz", "--target", target, "--duration", str(asked), "--workers", "2", "--seed", "1",
+                   "--no-coverage", "--out", str(tmp_path / "out"), "--progress", "never")
+    took = time.monotonic() - began
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    index = _index(tmp_path / "out")
+    assert index["budget"]["seconds"] <= asked * 1.05, index["budget"]
+    assert took <= asked * 1.05 + 3.0, f"a {asked:.0f} s campaign with two workers took {took:.1f} s"
+
+
+def test_max_examples_is_the_total_exactly(tmp_path: Path) -> None:
+    """A budget smaller than the jobs: the last ones are not run (said so), none is given an
+    example past the total (a floor of one each made 37 into 39)."""
+    proc = run_cli("fuzz", "--target", reference_stdio(tmp_path / "s.sqlite3"), "--max-examples", "37",
+                   "--seed", "1", "--no-coverage", "--out", str(tmp_path / "out"), "--progress", "never")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    index = _index(tmp_path / "out")
+    assert index["examples"] == 37, index["budget"]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("  ") and "[stdio]" in line]
+    unrun = [line for line in rows if " 0 examples" in line]
+    assert len(rows) == 7 and all("raise --max-examples" in line for line in unrun), proc.stdout

@@ -52,7 +52,19 @@ def test_fail_on_makes_a_heuristic_an_observation_or_a_failure(tmp_path: Path) -
 def test_suite_passes_on_the_reference(tmp_path: Path) -> None:
     proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3"), "ids or framing or history")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "3 passed" in proc.stdout
+    # each property's probes test and its Hypothesis test (history has no named probe: skipped)
+    assert "5 passed, 1 skipped" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_the_probes_tests_find_what_random_cases_seldom_draw(tmp_path: Path) -> None:
+    """The era-lock mutant shows only to one probe (meta-not-object, then a valid request on the
+    same process): the Hypothesis test alone passed it in one run of two; the probes test fails on
+    it whatever the seed, naming the probe."""
+    for seed in ("1", "2"):
+        proc = _run_suite(tmp_path, reference_stdio(tmp_path / "db.sqlite3", "era-lock"), "framing_probes",
+                          "--hypothesis-seed", seed)
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+        assert "SL-2" in proc.stdout and "probe meta-not-object" in proc.stdout, proc.stdout[-3000:]
 
 
 def test_suite_fails_on_a_mutant_with_rule_and_transcript(tmp_path: Path) -> None:

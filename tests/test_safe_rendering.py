@@ -219,3 +219,27 @@ def test_markdown_cell_cannot_open_a_column_a_code_span_a_link_or_html() -> None
 def test_html_text_marks_hidden_characters_but_never_inside_an_attribute() -> None:
     assert html_text("<b>\x1b[2J\u202e") == "&lt;b&gt;<mark>\\x1b</mark>[2J<mark>\\u202e</mark>"
     assert html_text("\"\x1b", mark=False) == "&quot;\\x1b"
+
+
+def test_a_known_baseline_gone_reason_is_printed_escaped(tmp_path: Path) -> None:
+    """`--known` takes the titles of an earlier findings.json, which quote the server: the "gone"
+    line shows them escaped."""
+    known = tmp_path / "known.json"
+    known.write_bytes(orjson.dumps({"findings": [{"id": "f00dfeed", "strength": "MUST", "rule": "TOOL-01",
+                                                  "title": f"tool {NAME} broke"}]}))
+    status, stdout, stderr = run("fuzz", "--properties", "ids", "--max-examples", "2", "--seed", "1",
+                                 "--no-coverage", "--progress", "never", "--known", str(known),
+                                 "--out", str(tmp_path / "out"))
+    assert status == 0, stderr
+    assert f"  gone: f00dfeed (MUST TOOL-01 tool {visible(NAME)} broke)" in stdout
+    assert_safe(stdout, "stdout")
+    assert_no_forged_line(stdout, "stdout")
+
+
+def test_the_pytest_plugin_shows_a_violation_escaped() -> None:
+    from mcp_tempest.fuzz.oracle.model import Violation
+    from mcp_tempest.fuzz.pytest_plugin import violation_line
+
+    line = violation_line(Violation("TOOL-03", "MUST", f"tool {NAME} answered isError", ERROR, "tools/call"))
+    assert line == f"MUST TOOL-03: tool {visible(NAME)} answered isError"
+    assert_safe(line, "violation line")

@@ -12,7 +12,9 @@ back while the client may send more) is a task of one task group, run on one thr
 blocking portal. Leaving `serve_case` cancels that group: no connection, timer or thread of a
 run outlives it, whatever the client left open. Why bounded: a client is as hostile as a server
 may be; a request head over HEAD_CAP gets 431, a body over BODY_CAP 413, and what is recorded
-stops at the stub's LOG_CAP (the same budget as over stdio).
+is held to the stub's caps (`stub.Recording`, the same budget as over stdio): a body that is not
+JSON is kept as an excerpt with its length and digest, and past a cap requests are answered and
+counted, the count recorded last.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from anyio.abc import ByteStream, SocketAttribute, TaskStatus
 
 from mcp_tempest.fuzz.client.case import ClientCase
 from mcp_tempest.fuzz.client.script import NOTE_REPLY, Outgoing, ScriptedServer
-from mcp_tempest.fuzz.client.stub import LINE_CAP, LOG_CAP
+from mcp_tempest.fuzz.client.stub import LINE_CAP, Recording, noise_excerpt
 from mcp_tempest.targets.transcript import Event
 
 PATH = "/mcp"
@@ -46,23 +48,41 @@ class Served:
     events: list[tuple[Event, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     seq: int = 0
-    recorded: int = 0  # bytes of bodies recorded so far (LOG_CAP at most)
-    full: bool = False
+    recording: Recording = field(default_factory=Recording)  # the stub's caps: the same budget as over stdio
+    recorded: set[int] = field(default_factory=set)  # client frames recorded: their answers are too
 
     def add(self, kind: str, **fields: Any) -> int:
+        """Record an event within the caps (see `stub._Log.add`); its sequence number either way."""
         with self.lock:
             self.seq += 1
-            if self.full:
-                return self.seq
-            self.recorded += len(fields.get("raw") or b"")
-            if self.recorded > LOG_CAP:
-                self.full = True
-                self.events.append((Event("error", time.monotonic(), proc=1, note=(
-                    f"the log of the HTTP server is full ({LOG_CAP} bytes): what the client sent after "
-                    "this is not recorded")), self.seq))
+            sent = len(fields.get("raw") or b"")
+            if kind == "noise" and fields.get("raw"):
+                fields["raw"], cut = noise_excerpt(fields["raw"])
+                fields["note"] = "; ".join(n for n in (fields.get("note"), cut) if n)
+            headers = fields.get("headers") or {}
+            size = len(fields.get("raw") or b"") + sum(len(k) + len(v) for k, v in headers.items())
+            if kind in ("recv", "noise", "oversize"):
+                admitted = self.recording.frame(kind, size, sent)
+                if isinstance(admitted, str):
+                    self.events.append((Event("error", time.monotonic(), proc=1, note=admitted), self.seq))
+                if admitted is not True:
+                    return self.seq
+                self.recorded.add(self.seq)
+            elif (fields.get("ref") is not None and fields["ref"] not in self.recorded) \
+                    or not self.recording.other(size):
                 return self.seq
             self.events.append((Event(kind, time.monotonic(), proc=1, **fields), self.seq))  # type: ignore[arg-type]
             return self.seq
+
+    def finished(self) -> list[tuple[Event, int]]:
+        """Every event recorded, and last what was cut (`Recording.summary`): the run is over."""
+        with self.lock:
+            summary = self.recording.summary()
+            if summary:
+                self.seq += 1
+                self.events.append((Event("error", time.monotonic(), proc=1, note=summary), self.seq))
+                self.recording.cut_frames = 0
+            return list(self.events)
 
 
 def _status(message: Any) -> int:

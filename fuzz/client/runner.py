@@ -22,9 +22,9 @@ import selectors
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -87,7 +87,7 @@ def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0)
 
         with serve_case(case) as served:
             transcript = _run_client(command.argv(url=served.url), timeout=timeout, transport="http",
-                                     template=command.template, server_events=served.events)
+                                     template=command.template, server_events=served.finished)
         return transcript
     with ownership.owned_tempdir("tempest-client-") as d:
         (d / "case.json").write_bytes(orjson.dumps(case.to_json()))
@@ -97,7 +97,8 @@ def run_case(command: ClientCommand, case: ClientCase, *, timeout: float = 20.0)
 
 
 def _run_client(argv: list[str], *, timeout: float, transport: str, template: str,
-                log_dir: Path | None = None, server_events: Any = None) -> Transcript:
+                log_dir: Path | None = None,
+                server_events: Callable[[], list[tuple[Event, int]]] | None = None) -> Transcript:
     """Start the client as a server is started (`targets.processes.spawn`: its own group, tagged,
     parent-death signal, the guardian after a SIGKILLed harness, stderr in a bounded ring), read
     its stdout with a cap until it exits or `timeout` runs out (the whole run's deadline), then
@@ -142,7 +143,7 @@ def _run_client(argv: list[str], *, timeout: float, transport: str, template: st
     if log_dir is not None:
         server_rows = _read_logs(log_dir)
     else:
-        server_rows = list(server_events or [])
+        server_rows = server_events() if server_events is not None else []
     return _merge(template, transport, started, client, server_rows)
 
 

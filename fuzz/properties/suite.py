@@ -2,11 +2,13 @@
 
     pytest --pyargs mcp_tempest.fuzz.properties.suite --mcp-target "stdio:python my_server.py"
 
-One test per registered property (`base.all_properties()`), named `test_<property>` and made here
-in a loop, so a new property module is a new test with no edit to this file. Each is a real
-module-level Hypothesis test (what pytest and HypoFuzz collect): it draws one case per example
-with `st.data()` (the cases depend on what the target offers, learned when the session starts),
-plays it and fails with the violations and the transcript. Example counts come from the active
+Two tests per registered property (`base.all_properties()`), made here in a loop, so a new
+property module is new tests with no edit to this file; they are the phases a campaign runs:
+`test_<property>_probes` plays each of the property's named probes once (the coverage phase),
+and `test_<property>` is a real module-level Hypothesis test (what pytest and HypoFuzz collect):
+it draws one case per example with `st.data()` (the cases depend on what the target offers,
+learned when the session starts), plays it and fails with the violations and the transcript;
+Hypothesis' example database replays its earlier failures first. Example counts come from the active
 Hypothesis profile (`--hypothesis-profile`). `from fuzz.properties.suite import *` in another
 test module collects them there too.
 """
@@ -40,8 +42,20 @@ def _property_test(name: str, title: str) -> Callable[..., None]:
     return _SETTINGS(given(data=st.data())(test))
 
 
+def _probes_test(name: str, title: str) -> Callable[..., None]:
+    """`test_<name>_probes`: the property's coverage phase, every named probe once."""
+
+    def test(mcp_session: McpSession) -> None:  # noqa: F811 - the fixture
+        mcp_session.check_probes(name)
+
+    test.__name__ = test.__qualname__ = f"test_{name}_probes"
+    test.__doc__ = f"The named probes of: {title}."
+    return test
+
+
 __all__: list[str] = []
 for _name, _prop in all_properties().items():
+    globals()[f"test_{_name}_probes"] = _probes_test(_name, _prop.title)
     globals()[f"test_{_name}"] = _property_test(_name, _prop.title)
-    __all__.append(f"test_{_name}")
+    __all__ += [f"test_{_name}_probes", f"test_{_name}"]
 del _name, _prop

@@ -42,6 +42,9 @@ def _parser() -> _Parser:
     parser.add_argument("--workspace", default=None, metavar="DIR",
                         help="also serve the notes of this folder (tools read_note, search_notes, note_template, "
                              "export_calendar); without it the catalogue is the calendar's alone")
+    parser.add_argument("--tool-delay-ms", type=float, default=0.0, metavar="MS",
+                        help="HTTP, a test aid: answer every tools/call this much later (without blocking other "
+                             "requests), a build slower per tool call for `load --compare-target` to catch")
     return parser
 
 
@@ -65,6 +68,12 @@ def serve_main(argv: list[str]) -> int:
     except validate.InputError as exc:
         print(f"mcp-tempest serve: error: {exc}", file=sys.stderr)
         return 2
+    if not (0.0 <= args.tool_delay_ms <= 60_000.0):
+        print("mcp-tempest serve: error: --tool-delay-ms must be between 0 and 60000", file=sys.stderr)
+        return 2
+    if args.tool_delay_ms and args.transport != "http":
+        print("mcp-tempest serve: error: --tool-delay-ms applies to --transport http", file=sys.stderr)
+        return 2
     if args.workspace is not None and not Path(args.workspace).is_dir():
         print(f"mcp-tempest serve: error: --workspace {args.workspace}: not a folder", file=sys.stderr)
         return 2
@@ -77,6 +86,7 @@ def serve_main(argv: list[str]) -> int:
         print(f"mcp-tempest serve: error: cannot open store {args.db or default_db_path()}: {exc}",
               file=sys.stderr)
         return 2
+    core.tool_delay_s = args.tool_delay_ms / 1000.0
     if args.transport == "stdio":
         from mcp_tempest.targets.reference.stdio_server import serve_stdio
 

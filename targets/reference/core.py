@@ -204,6 +204,9 @@ class Core:
             "prompts/get": self._prompts_get,
             "completion/complete": self._complete,
         }
+        # `serve --tool-delay-ms` (HTTP, a test aid for `load --compare-target`): seconds every
+        # tools/call answer is held back, without blocking the server
+        self.tool_delay_s = 0.0
         self._b_null_id = "null-id-accepted" in bugs
         self._b_no_result_type = "missing-result-type" in bugs
         self._b_meta_32601 = "missing-meta-32601" in bugs

@@ -72,6 +72,14 @@ def _chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
+def _is_tool_call(body: list[bytes]) -> bool:
+    try:
+        msg = orjson.loads(b"".join(body))
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(msg, dict) and msg.get("method") == "tools/call"
+
+
 class _Shared:
     guard: ResourceGuard | None = None
     """Per-process server state the connections share."""
@@ -192,10 +200,30 @@ class _Conn(asyncio.Protocol):
         self.in_body = False
         if self.listen is not None or self.closing:
             return
+        delay = self.shared.core.tool_delay_s
+        if delay and self.transport is not None and _is_tool_call(self.body):
+            # `serve --tool-delay-ms` (a test aid): this tools/call is answered `delay` later, the
+            # loop serving everyone else meanwhile, as a build waiting on something slower would.
+            # The connection reads nothing more until then, so its answers stay in order (a client
+            # that pipelines requests into one packet is not served correctly by this aid).
+            self.transport.pause_reading()
+            asyncio.get_running_loop().call_later(delay, self._dispatch_later)
+            return
         try:
             self._dispatch()
         except Exception:  # one broken request must not take the connection's loop down silently
             self._plain(500, b"internal error", close=True)
+
+    def _dispatch_later(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        try:
+            self._dispatch()
+        except Exception:  # as in on_message_complete
+            self._plain(500, b"internal error", close=True)
+        if not self.closing and not transport.is_closing():
+            transport.resume_reading()
 
     # --- request handling ---
 

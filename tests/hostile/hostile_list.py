@@ -1,12 +1,13 @@
 """A server correct in everything but its `tools/list`, which is as hostile as its options say:
 the catalogue cases of issue 30, one server so each test names its case on the command line.
 
-    python hostile_list.py [--tools N] [--page N] [--desc-bytes N] [--depth N]
+    python hostile_list.py [--tools N] [--page N] [--desc-bytes N] [--depth N] [--schemas FILE]
                            [--cursor endless|repeat] [--name TEXT] [--description TEXT] [--drift]
 
 --tools N        tools listed in all (default 3); --page N per page (default: all on one page)
 --desc-bytes N   every description padded to N bytes
---depth N        every inputSchema nested N objects deep (a chain of `properties.x`)
+--depth N        every inputSchema nested N objects deep (a chain of `properties.x`), any N
+--schemas FILE   one JSON schema a line: tool i lists line i modulo their number, as written
 --cursor endless nextCursor never ends: every page has a fresh cursor (tools are numbered on)
 --cursor repeat  every page answers nextCursor "again" (a pagination loop)
 --name TEXT      the first tool's name (escapes, bidi characters, fake lines)
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 import _base
@@ -32,6 +34,7 @@ def _options() -> argparse.Namespace:
     p.add_argument("--page", type=int, default=0)
     p.add_argument("--desc-bytes", type=int, default=0)
     p.add_argument("--depth", type=int, default=0)
+    p.add_argument("--schemas", default=None)
     p.add_argument("--cursor", choices=("endless", "repeat"), default=None)
     p.add_argument("--name", default=None)
     p.add_argument("--description", default=None)
@@ -42,14 +45,24 @@ def _options() -> argparse.Namespace:
 OPTS = _options()
 
 
-def _schema(depth: int) -> dict[str, Any]:
-    inner: dict[str, Any] = {"type": "string"}
-    for _ in range(depth):
-        inner = {"type": "object", "properties": {"x": inner}}
-    return {"type": "object", "properties": {"x": inner}} if depth else {"type": "object"}
+def _schema_text(depth: int) -> str:
+    """The --depth chain as JSON text, built as text: json.dumps (and json.loads) of a value
+    nested near 1,000 levels ends in a RecursionError, and a server may list one."""
+    if not depth:
+        return '{"type":"object"}'
+    return '{"type":"object","properties":{"x":' * (depth + 1) + '{"type":"string"}' + "}}" * (depth + 1)
 
 
-SCHEMA = _schema(OPTS.depth)
+def _schema_texts() -> list[str]:
+    if OPTS.schemas is None:
+        return [_schema_text(OPTS.depth)]
+    with open(OPTS.schemas, encoding="utf-8") as fh:
+        return [line.strip() for line in fh if line.strip()]
+
+
+# Each tool lists a marker string; `write_out` puts the schema's text in its place.
+SCHEMA_TEXTS = _schema_texts()
+MARKS = [f"\u0000schema {k}\u0000" for k in range(len(SCHEMA_TEXTS))]
 
 
 def tool(i: int) -> dict[str, Any]:
@@ -59,7 +72,15 @@ def tool(i: int) -> dict[str, Any]:
         text = f"{text} Served by process {os.getpid()}."
     if OPTS.desc_bytes > len(text):
         text = text + "." * (OPTS.desc_bytes - len(text))
-    return {"name": name, "description": text, "inputSchema": SCHEMA}
+    return {"name": name, "description": text, "inputSchema": MARKS[i % len(MARKS)]}
+
+
+def write_out(msg: dict[str, Any]) -> None:
+    text = json.dumps(msg, separators=(",", ":"))
+    for mark, schema in zip(MARKS, SCHEMA_TEXTS, strict=True):
+        text = text.replace(json.dumps(mark), schema)
+    sys.stdout.buffer.write(text.encode() + b"\n")
+    sys.stdout.buffer.flush()
 
 
 def tools_page(cursor: Any) -> dict[str, Any]:
@@ -93,7 +114,7 @@ def handle(line: bytes, n: int) -> None:
             out = _base.result(rid, {"content": [{"type": "text", "text": f"called {params.get('name')}"}]})
     elif isinstance(msg, dict) and msg.get("method") == "server/discover" and "result" in out:
         out["result"]["capabilities"] = {"tools": {}}
-    _base.write(out)
+    write_out(out)
 
 
 if __name__ == "__main__":
