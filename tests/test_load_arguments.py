@@ -13,24 +13,14 @@ Real servers and real Locust runs (a few seconds each):
 
 from __future__ import annotations
 
-import json
 import shlex
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
+
+from load_support import run_load
 
 from mcp_tempest.load.runner import load_main
 from mcp_tempest.targets.target_spec import reference_command
-
-
-def run_load(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
-    out = cwd / "out"
-    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--out", str(out), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-    summary_path = out / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-    return proc, summary
 
 
 def test_tools_that_take_a_minted_handle_succeed_under_load(tmp_path: Path) -> None:

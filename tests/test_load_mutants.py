@@ -8,19 +8,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-
-def run_load(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
-    out = cwd / "out"
-    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--out", str(out), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-    summary_path = out / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-    return proc, summary
+from load_support import run_load
 
 
 def test_slow_leak_mutant_memory_growth_is_reported(tmp_path: Path) -> None:

@@ -5,25 +5,15 @@ operations complete with their retries served by the other process, and nothing 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from load_support import run_load
 
 ROOT = Path(__file__).resolve().parent.parent
 SDK_SERVER = ROOT / "tests" / "servers" / "sdk_server.py"
 STATE_KEY = "mcp-tempest-load-test-shared-key-0123456789"
-
-
-def run_load(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
-    out = cwd / "out"
-    proc = subprocess.run([sys.executable, "-m", "mcp_tempest.load", "--out", str(out), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-    summary_path = out / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-    return proc, summary
 
 
 @pytest.mark.slow
