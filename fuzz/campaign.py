@@ -145,6 +145,8 @@ class CampaignConfig:
     # kept from --duration for ending the server processes and what follows the last job: a
     # process measured by coverage.py writes its data when it ends, which takes a moment each
     teardown_seconds: float = 0.0
+    # --compare-target: every case is played on this target too, differences filed (fuzz/differences.py)
+    compare_target: TargetSpec | None = None
 
 
 @dataclass(slots=True)
@@ -367,10 +369,11 @@ def run_jobs_here(
     database: ExampleDatabase | None, timeout: float, should_stop: Callable[[], bool] = lambda: False,
     runs: list[PropertyRun] | None = None, stop_on_first: bool = False, known: frozenset[str] = frozenset(),
     deadline: float | None = None, stop_on_rules: frozenset[str] = frozenset(),
-    guidance: tuple[str, ...] = DEFAULT_GUIDANCE,
+    guidance: tuple[str, ...] = DEFAULT_GUIDANCE, compare: TargetSpec | None = None,
 ) -> list[PropertyRun]:
     """Run jobs in this process, one endpoint per target for all of them (warm processes and
-    pools carry over from one property to the next).
+    pools carry over from one property to the next); with `compare` (--compare-target) one more,
+    of that target, beside each.
 
     `deadline` (with --duration): each job's share is recomputed when it starts, from the time
     left and the weights of the jobs left, so what one job did not use goes to the next ones and
@@ -387,13 +390,11 @@ def run_jobs_here(
             if deadline is not None:
                 share_of_time_left(job, deadline - time.monotonic(), weights[k], sum(weights[k:]), 1)
             prep = by_target[job.target]
-            endpoint = endpoints.get(job.target)
-            if endpoint is None:
-                endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(timeout, 5.0))
+            endpoint, other = _endpoints_for(prep.spec, endpoints, timeout, compare)
             try:
                 runs.append(run_job(job, props[job.property], endpoint, prep.context(), sink,
                                     database=database, timeout=timeout, stop_on_first=stop_on_first, known=known,
-                                    stop_on_rules=stop_on_rules, guidance=guidance))
+                                    stop_on_rules=stop_on_rules, guidance=guidance, other=other))
             except Interrupted as exc:
                 runs.append(exc.record)
                 raise
@@ -404,6 +405,20 @@ def run_jobs_here(
             with contextlib.suppress(Exception):
                 endpoint.close()
     return runs
+
+
+def _endpoints_for(spec: TargetSpec, endpoints: dict[str, Endpoint], timeout: float,
+                   compare: TargetSpec | None) -> tuple[Endpoint, tuple[Endpoint, str] | None]:
+    """A job's endpoint, opened on first use and kept for the jobs after it, and with
+    --compare-target the other target's beside it."""
+    if spec.text not in endpoints:
+        endpoints[spec.text] = open_endpoint(spec, timeout=max(timeout, 5.0))
+    if compare is None:
+        return endpoints[spec.text], None
+    key = f"compare:{spec.text}"
+    if key not in endpoints:
+        endpoints[key] = open_endpoint(compare, timeout=max(timeout, 5.0))
+    return endpoints[spec.text], (endpoints[key], compare.text)
 
 
 def run_campaign(
@@ -447,7 +462,8 @@ def run_campaign(
         if config.workers <= 1:
             run_jobs_here(jobs, prepared, props_all, sink, database=database, timeout=config.timeout, runs=runs,
                           stop_on_first=config.stop_on_first, known=config.known,
-                          deadline=deadline, stop_on_rules=config.stop_on_rules, guidance=config.guidance)
+                          deadline=deadline, stop_on_rules=config.stop_on_rules, guidance=config.guidance,
+                          compare=config.compare_target)
         else:
             _run_workers(config, jobs, prepared, store, progress, runs, result, deadline=deadline)
     except KeyboardInterrupt:
@@ -499,6 +515,8 @@ def _run_workers(
         # wall-clock time: Python does not promise that processes share a monotonic clock
         "deadline": time.time() + (deadline - time.monotonic()) if deadline is not None else None,
         "workers": workers,
+        "compare": config.compare_target.text if config.compare_target is not None else None,
+        "compare_isolated": bool(config.compare_target and config.compare_target.isolate_network),
     }
     procs = [ctx.Process(target=worker_main, args=(payload, job_q, out_q, i), name=f"mcp-tempest-worker-{i}")
              for i in range(workers)]
@@ -598,6 +616,8 @@ def _work(payload: dict[str, Any], job_q: Any, out_q: Any) -> None:
     database = open_database(payload["database"])
     by_target = {p.spec.text: p for p in prepared}
     endpoints: dict[str, Endpoint] = {}
+    compare = (parse_target(payload["compare"], allow_remote=True, isolate_network=payload["compare_isolated"])
+               if payload.get("compare") else None)
     try:
         while True:
             stop_request.stop_point()
@@ -609,12 +629,11 @@ def _work(payload: dict[str, Any], job_q: Any, out_q: Any) -> None:
                 share_of_time_left(job, payload["deadline"] - time.time(), item["weight"], item["weight_left"],
                                    payload["workers"])
             prep = by_target[job.target]
-            endpoint = endpoints.get(job.target)
-            if endpoint is None:
-                endpoint = endpoints[job.target] = open_endpoint(prep.spec, timeout=max(payload["timeout"], 5.0))
+            endpoint, other = _endpoints_for(prep.spec, endpoints, payload["timeout"], compare)
             run_job(job, props[job.property], endpoint, prep.context(), sink, database=database,
                     timeout=payload["timeout"], stop_on_first=payload["stop_on_first"],
-                    known=frozenset(payload["known"]), guidance=tuple(payload.get("guidance", DEFAULT_GUIDANCE)))
+                    known=frozenset(payload["known"]), guidance=tuple(payload.get("guidance", DEFAULT_GUIDANCE)),
+                    other=other)
     except KeyboardInterrupt:  # Interrupted included: its record already went to the parent
         return
     finally:

@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--target", help="stdio:<command>, http://127.0.0.1:PORT/PATH or http+spawn:<command with {port}> "
                                     "(default: the built-in reference server over stdio and HTTP)")
+    p.add_argument("--compare-target", metavar="OTHER",
+                   help="play every case on OTHER too (any target form: another build of the server, or the "
+                        "same server over another transport) and report each answer that differs in meaning "
+                        "(error or result, code, resultType, isError, list items) as a difference")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--max-examples", type=int, metavar="N",
                         help="examples for the whole campaign, split across properties and transports (default 200)")
@@ -273,6 +277,10 @@ def _fuzz_main(argv: list[str], opened: list[auth_client.Session]) -> int:
         opened.extend([auth] if auth is not None else [])
         props = _properties(args.properties)
         specs = _targets(args)
+        args.compare_spec = (parse_target(args.compare_target, allow_remote=args.allow_remote,
+                                          isolate_network=args.isolate_network) if args.compare_target else None)
+        if args.compare_spec is not None and len(specs) > 1:
+            raise UsageError("--compare-target compares one target with another: name the first with --target")
         args.mutation_patterns = _mutations(args.mutations, specs)
         extra_headers.configure(args.header)
         args.known_groups = _known(args.known)
@@ -317,7 +325,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         database=database, workers=args.workers, timeout=args.timeout, shrink_seconds=args.shrink_time,
         stop_on_first=args.stop_on_first, mutations=args.mutation_patterns,
         known=frozenset(args.known_groups), started=started, stop_on_rules=frozenset(args.stop_rules),
-        guidance=args.guidance_modes,
+        guidance=args.guidance_modes, compare_target=args.compare_spec,
     )
     target_text = specs[0].text if len(specs) == 1 else " + ".join(s.text for s in specs)
     from mcp_tempest.fuzz.tool_policy import ToolPolicy
@@ -339,6 +347,8 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         prepared = [prepare_target(getattr(plan, "spec", spec), timeout=args.timeout, tools=policy,
                                    tool_args=tool_args, literals=_literals(plan, args.coverage_source), seed=seed)
                     for spec, plan in zip(specs, plans, strict=True)]
+        # --compare-target: probed as the target is (an unusable or legacy one is said at once)
+        compared = prepare_target(args.compare_spec, timeout=args.timeout, seed=seed) if args.compare_spec else None
     except UnusableTarget as exc:
         print(f"mcp-tempest fuzz: unusable target: {visible(exc)}", file=sys.stderr)
         print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
@@ -355,12 +365,16 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     cwd = os.getcwd()
     conditions = ReplayConditions(
         timeout=args.timeout, start_timeout=max(args.timeout, 5.0), cwd=cwd,
-        commands={p.spec.text: resolved_command(p.spec.argv, cwd) for p in prepared if p.spec.argv},
+        commands={p.spec.text: resolved_command(p.spec.argv, cwd)
+                  for p in [*prepared, *([compared] if compared else [])] if p.spec.argv},
         contexts={p.spec.text: {k: v for k, v in p.dump().items() if k != "spec"} for p in prepared},
     )
     store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
         print(f"fuzz: target {visible(prep.spec.text)} ({visible(prep.detail)})")
+    if compared is not None:
+        print(f"fuzz: compared with {visible(compared.spec.text)} ({visible(compared.detail)}): every case is "
+              "played on both, and an answer that differs in meaning is a difference")
     print(f"fuzz: seed {seed}, output in {out_dir}, example database {database or 'none'}")
     if not policy.unrestricted:
         withheld = sorted({name for prep in prepared for name in prep.surface.withheld_tools})
@@ -398,7 +412,13 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
 
     # What each target's catalogue costs, measured from the era probe's lists (no request of its own).
     catalogues = [Catalogue.from_probe(p.probed) for p in prepared if p.probed is not None]
-    store.extra["catalogue"] = [c.to_json() for c in catalogues]
+    from mcp_tempest.fuzz.catalogue_compare import saved_definitions  # what `catalogue --compare` reads
+
+    store.extra["catalogue"] = [{**c.to_json(), "definitions": saved_definitions(c)} for c in catalogues]
+    if config.compare_target is not None:
+        from mcp_tempest.fuzz.differences import differences_json
+
+        store.extra["differences"] = differences_json(store.findings)
     known = known_report(store.findings, args.known_groups, result.replayed)
     store.extra["known"] = known
     store.write_index()
@@ -546,8 +566,16 @@ def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
               + (f" (+{aside})" if aside else "") + (f"  {visible(status)}" if status else ""))
     if result.interrupted:
         print("fuzz: interrupted; what was found so far is on disk")
-    for f in findings:
+    from mcp_tempest.fuzz.differences import is_difference
+
+    # differences between targets after the protocol findings: another kind of news
+    for f in sorted(findings, key=is_difference):
         kind = "finding" if f.fails(fail_on) else "observation"
+        if is_difference(f):
+            compare = f.evidence.case.get("compare") or {}
+            print(f"  difference {f.id}: {visible(f.title)} [other: {visible(compare.get('target', ''), NAME_WIDTH)}] "
+                  f"x{f.count} -> {f.repro}")
+            continue
         where = ", ".join(f.methods or ["-"]) + "; " + ", ".join(f.transports)
         from mcp_tempest.fuzz.findings import probe_text
 

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from mcp_tempest.fuzz import catalogue_compare
 from mcp_tempest.targets import extra_headers, validate
 from mcp_tempest.targets.list_reader import add_budget_options, budget_from_args
 from mcp_tempest.targets.probe import DEFAULT_PROBE_TIMEOUT, ProbeFailure
@@ -41,15 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, metavar="N", help="exit 1 when the whole catalogue costs more than N tokens")
     p.add_argument("--max-tool-tokens", type=int, metavar="N", help="exit 1 when one tool definition costs more than N")
     p.add_argument("--no-drift", action="store_true", help="read the catalogue once (no drift check)")
-    p.add_argument("--fail-on", choices=FAIL_ON_CHOICES, default=DEFAULT_FAIL_ON,
-                   help="findings at or above this strength exit 1 (default should: drift fails, "
-                        "untrusted-text flags are observations)")
+    p.add_argument("--fail-on", action=catalogue_compare.FailOnAction, default=DEFAULT_FAIL_ON,
+                   help=f"findings at or above this strength ({'|'.join(FAIL_ON_CHOICES)}) exit 1 (default should: "
+                        "drift fails, untrusted-text flags are observations); with --compare also the kinds of "
+                        "change that do (default breaking), e.g. breaking,description")
     p.add_argument("--out", metavar="DIR", help="where findings.json, repro/ and catalogue.json go "
                    "(default ./tempest-out/catalogue-<timestamp>/)")
     p.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT, help="seconds to wait for each answer")
     add_budget_options(p)  # --max-pages, --max-list-mib, --list-seconds: each pass over the lists is bounded
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
     extra_headers.add_option(p)
+    catalogue_compare.add_options(p)  # --compare OLD, --max-token-growth N
     return p
 
 
@@ -62,16 +65,22 @@ def catalogue_main(argv: list[str]) -> int:
     try:
         validate.seconds(args.timeout, "--timeout")
         budget = budget_from_args(args)
+        compare_gate = catalogue_compare.gate_from_args(args)  # None without --compare
         for name, value in (("--max-tokens", args.max_tokens), ("--max-tool-tokens", args.max_tool_tokens)):
             if value is not None and value < 0:
                 raise validate.InputError(f"{name} must be zero or more")
         extra_headers.configure(args.header)
         spec = parse_target(args.target, allow_remote=args.allow_remote)
         reading = read(spec, timeout=args.timeout, budget=budget, drift=not args.no_drift)
+        old = None if compare_gate is None else catalogue_compare.load_old(
+            args.compare, timeout=args.timeout, budget=budget, allow_remote=args.allow_remote)
     except (validate.InputError, extra_headers.HeaderError, TargetError, ProbeFailure) as exc:
         print(f"catalogue: {visible(exc)}", file=sys.stderr)  # a probe failure may quote the server
         return 2
     cat = Catalogue.from_probe(reading.first)
+    # --compare: judged, and the definitions kept as text for a later --compare, before the items go.
+    comparison = None if old is None else catalogue_compare.compare(args.compare, old, cat, compare_gate)
+    definitions = catalogue_compare.saved_definitions(cat)
     out_dir = Path(args.out) if args.out else Path("tempest-out") / (
         "catalogue-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     try:
@@ -88,6 +97,7 @@ def catalogue_main(argv: list[str]) -> int:
     cat.items.clear()
     del reading
     doc = cat.to_json()
+    doc["definitions"] = definitions
     # Each finding with its detail: the changed definition or the offending span, escaped.
     doc["findings"] = [{**f.to_json(args.fail_on), "detail": _detail(f)} for f in store.findings]
     doc["drift_checked"] = None if args.no_drift else f"two reads on one process; {fresh_note}"
@@ -96,6 +106,8 @@ def catalogue_main(argv: list[str]) -> int:
     # The same measurement as `doc`, without the findings (findings.json holds them): shared, not
     # made twice, since a catalogue of 100,000 tools is 100,000 rows.
     store.extra["catalogue"] = {k: v for k, v in doc.items() if k not in ("findings", "drift_checked", "over_budget")}
+    if comparison is not None:
+        doc["comparison"] = comparison.to_json()
     store.write_index()
     try:
         atomic_write(out_dir / "catalogue.json", orjson.dumps(doc, option=orjson.OPT_INDENT_2))
@@ -105,7 +117,7 @@ def catalogue_main(argv: list[str]) -> int:
         sys.stdout.write(orjson.dumps(doc).decode() + "\n")
     else:
         print(f"target: {visible(spec.text)} ({cat.era_label})")
-        for line in cat.table_lines():
+        for line in cat.table_lines() if comparison is None else comparison.lines():
             print(line)
         for f in store.findings:
             verdict = "FINDING" if f.fails(args.fail_on) else "observation"
@@ -120,9 +132,14 @@ def catalogue_main(argv: list[str]) -> int:
         return 2
     if gate:
         print(gate, file=sys.stderr)
+    compare_failed = comparison.failed if comparison is not None else ""
+    if compare_failed:
+        print(f"catalogue: {visible(compare_failed)}", file=sys.stderr)
     if not args.json:
         print(cat.summary_line() + f", {len(failing)} findings, {len(store.observations)} observations")
-    return 1 if gate or failing else 0
+        if comparison is not None:
+            print(comparison.summary_line())
+    return 1 if gate or failing or compare_failed else 0
 
 
 def _detail(finding: Any) -> str:

@@ -39,6 +39,8 @@ from typing import Any, Protocol
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 
+from mcp_tempest.fuzz.differences import RULE as DIFFERENCE_RULE
+from mcp_tempest.fuzz.differences import difference_violation, differences
 from mcp_tempest.fuzz.findings import Evidence, PropertyRun, finding_id
 from mcp_tempest.fuzz.hypothesis_compat import (
     ExampleDatabase,
@@ -280,8 +282,11 @@ class JobRun:
 
     def __init__(self, job: Job, prop: Property, endpoint: Endpoint, ctx: Context, sink: Sink, *,
                  database: ExampleDatabase | None, timeout: float, known: frozenset[str],
-                 stop_on_rules: frozenset[str], guidance: tuple[str, ...]) -> None:
+                 stop_on_rules: frozenset[str], guidance: tuple[str, ...],
+                 other: tuple[Endpoint, str] | None = None) -> None:
         self.job, self.prop, self.endpoint, self.ctx, self.sink = job, prop, endpoint, ctx, sink
+        # --compare-target: the endpoint every case is also played on, and its target's text
+        self.other = other
         self.database, self.timeout, self.guidance = database, timeout, guidance
         self.stop_on_rules = stop_on_rules
         self.started = time.monotonic()
@@ -449,7 +454,24 @@ class JobRun:
         slow = slowest_in_allowance(run)
         if slow is not None:
             state.slowest = max(slow, state.slowest) if state.slowest else slow
-        return run, judge_run(self.prop, run, self.ctx)
+        violations = judge_run(self.prop, run, self.ctx)
+        if not violations and self.other is not None:
+            violations = self._compare(case, run, reuse_now=reuse_now)
+        return run, violations
+
+    def _compare(self, case: Any, run: Run, *, reuse_now: bool) -> list[Violation]:
+        """--compare-target: the case played on the other target too; a difference of behaviour
+        is a violation of its own kind (fuzz/differences.py), judged only where the target
+        fuzzed broke no rule (a protocol finding explains its own answers)."""
+        assert self.other is not None
+        endpoint, name = self.other
+        other_run = execute(case, endpoint, reuse=reuse_now, timeout=self.timeout)
+        found = [d for d in differences(run, other_run) if not self._from_own_state(run, d.step)]
+        if not found:
+            return []
+        run.run_values["differences"] = {"target": name, "found": [d.to_json() for d in found],
+                                         "transcript": other_run.transcript}
+        return [difference_violation(found, run, name)]
 
     def judge(self, case: Any, *, phase: str, blob: str | None, record: bool = True) -> Failure | None:
         """Play one case and file what it broke (unless `record` is False: a coverage batch is
@@ -474,6 +496,8 @@ class JobRun:
             main = primary(violations, run)
             bucket = bucket_of(run, main, transport)
             self.endpoint.discard_warm()  # it took part in a failure: the next example starts on a clean one
+            if self.other is not None:
+                self.other[0].discard_warm()
             confirmed = True
             if run.reused:
                 # Seen on a process that served earlier examples: play it again on fresh ones. Only a
@@ -513,6 +537,11 @@ class JobRun:
         evidence = evidence_for(run, violations, main, prop=prop, transport=transport, blob=blob,
                                 hypothesis_version=self.hypothesis_version if blob else None, note=note,
                                 confirmed=confirmed)
+        if main.rule == DIFFERENCE_RULE:  # what the other target answered, for the reports and replay
+            compared = run.run_values.get("differences") or {}
+            evidence.case["compare"] = {"target": compared.get("target", ""), "differences": compared.get("found", []),
+                                        "transcript": compared["transcript"].to_json() if "transcript" in compared
+                                        else {}}
         group = group_of(evidence)
         # A target that stopped answering is filed at once, even from a coverage batch: nothing
         # after this example gets a chance to file it (the property stops here).
@@ -529,6 +558,18 @@ class JobRun:
         if not confirmed:
             return None
         return _failure_type(bucket), f"{main.strength} {main.rule}: {main.title}", group
+
+    def _from_own_state(self, run: Run, step: int) -> bool:
+        """Whether a tool call's arguments hold values the target fuzzed returned earlier (a
+        handle minted in its own store): the other target's store never held them, so its
+        answer shows state, not behaviour, and the step is not compared. Values a case mints
+        itself (its bindings) are each run's own and stay compared."""
+        frame = run.frames.get(step)
+        params = frame.get("params") if isinstance(frame, dict) and frame.get("method") == "tools/call" else None
+        if not isinstance(params, dict) or not isinstance(params.get("arguments"), dict):
+            return False
+        used = self._attribute(str(params.get("name")), params["arguments"])
+        return "returned" in used
 
     # --- inside Hypothesis ---
 
@@ -665,22 +706,25 @@ def run_job(
     job: Job, prop: Property, endpoint: Endpoint, ctx: Context, sink: Sink, *,
     database: ExampleDatabase | None, timeout: float, stop_on_first: bool = False,
     known: frozenset[str] = frozenset(), stop_on_rules: frozenset[str] = frozenset(),
-    guidance: tuple[str, ...] = DEFAULT_GUIDANCE,
+    guidance: tuple[str, ...] = DEFAULT_GUIDANCE, other: tuple[Endpoint, str] | None = None,
 ) -> PropertyRun:
     """Run one property over one transport: its phases in order, until one says the job ends.
 
     `stop_on_first`: coverage, then one Hypothesis run that stops at the first failure.
     `stop_on_rules`: the job ends as soon as a finding of one of these rules (or probing one) is
     filed, with a `halted_note` that tells the caller to run no further job.
-    `known`: groups not to stop for (a --known baseline): filed, never shrunk again."""
+    `known`: groups not to stop for (a --known baseline): filed, never shrunk again.
+    `other`: --compare-target's endpoint and target text: every case is played there too."""
     reason = prop.applicable(ctx)
     if reason is None and job.max_examples <= 0 and job.seconds is None:
         reason = NO_BUDGET_NOTE
     if reason is not None:
         return skipped_job(job, prop, ctx, sink, reason)
     endpoint.prepare(prop.fresh_per_example)
+    if other is not None:
+        other[0].prepare(prop.fresh_per_example)
     run = JobRun(job, prop, endpoint, ctx, sink, database=database, timeout=timeout, known=known,
-                 stop_on_rules=stop_on_rules, guidance=guidance)
+                 stop_on_rules=stop_on_rules, guidance=guidance, other=other)
     sink.job_started(job)
     ended, error = "", ""
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from mcp_tempest.fuzz.differences import is_difference
 from mcp_tempest.fuzz.findings import Finding, PropertyRun, probe_text
 from mcp_tempest.fuzz.safe_text import markdown_cell, markdown_code
 
@@ -41,14 +42,22 @@ def markdown_summary(
         "",
     ]
     lines += [f"> note: {_cell(n)}" for n in notes]
-    if findings:
+    protocol = [f for f in findings if not is_difference(f)]
+    if protocol:
         lines += ["| strength | rule | finding | probes | method | transport | seen | reproduce |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for f in findings[:MAX_ROWS]:
+        for f in protocol[:MAX_ROWS]:
             lines.append(f"| {f.strength} | {f.rule} | {_cell(f.title)} | {_cell(probe_text(f))} | {_cell(f.method or '-')}"
                          f" | {f.transport} | {f.count} | `mcp-tempest replay {_cell(f.repro)}` |")
-        if len(findings) > MAX_ROWS:
-            lines.append(f"\n{len(findings) - MAX_ROWS} more in findings.json and report.html.")
+        if len(protocol) > MAX_ROWS:
+            lines.append(f"\n{len(protocol) - MAX_ROWS} more in findings.json and report.html.")
+        lines.append("")
+    differences = [f for f in findings if is_difference(f)]
+    if differences:
+        lines += ["### Differences between targets", "", "| difference | method | seen | reproduce |",
+                  "| --- | --- | --- | --- |"]
+        lines += [f"| {_cell(f.title)} | {_cell(f.method or '-')} | {f.count} | `mcp-tempest replay {_cell(f.repro)}` |"
+                  for f in differences[:MAX_ROWS]]
         lines.append("")
     lines += ["| property | transport | examples | seconds | status |", "| --- | --- | --- | --- | --- |"]
     for r in runs:

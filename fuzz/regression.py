@@ -10,6 +10,7 @@ MCP_TEMPEST_TARGET, or the target the finding was recorded on.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +66,27 @@ def write_regression(doc: dict[str, Any], dest: Path) -> Path:
 
 
 def write_regressions(out_dir: Path, dest: Path) -> list[Path]:
-    """One test file per finding of the campaign in `out_dir`; returns the files written."""
+    """One test file per finding of the campaign in `out_dir`; returns the files written. A
+    finding without a readable repro (`repro_missing`: it could not be written; or it is gone)
+    has nothing to replay: it is skipped with a note on stderr, and the others are written."""
     index = orjson.loads((out_dir / "findings.json").read_bytes())
     written = []
     for finding in index.get("findings", []):
-        doc = load_repro(out_dir / finding["repro"])
+        fid = finding.get("id", "?")
+        if finding.get("repro_missing"):
+            _skip_note(fid, f"its repro could not be written ({_one_line(finding['repro_missing'])})")
+            continue
+        try:
+            doc = load_repro(out_dir / finding["repro"])
+        except ValueError as exc:
+            _skip_note(fid, str(exc))
+            continue
         written.append(write_regression(doc, dest))
     return written
+
+
+def _skip_note(fid: str, why: str) -> None:
+    print(f"fuzz: note: no regression test for finding {fid}: {why}", file=sys.stderr)
 
 
 def _identifier(text: str) -> str:

@@ -397,9 +397,37 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
     if _unreachable(run.transcript):
         raise ReplayUsageError(f"could not run the target {spec.text}: every request failed to connect")
     violations = judge_run(prop, run, ctx)
+    compare = doc["case"].get("compare") if has_case else None
+    if not violations and isinstance(compare, dict) and compare.get("target"):
+        violations = _compare_again(case, run, str(compare["target"]), timeout, start, allow_remote, isolate_network)
     return ReplayOutcome(str(doc.get("id") or "reproduction"), doc.get("rule"), spec.text, violations,
                          run.transcript, label=str(doc.get("label") or doc.get("strength") or ""), strict=has_case,
                          recorded=recorded_signature(doc), mutation=doc.get("mutation"))
+
+
+def _compare_again(case: Case, run: Any, other_text: str, timeout: float, start: float, allow_remote: bool,
+                   isolate_network: bool) -> list[Violation]:
+    """A difference between targets (fuzz --compare-target) is replayed as it was found: the
+    case played on the target the file recorded it was compared with, the answers compared."""
+    from mcp_tempest.fuzz.differences import difference_violation, differences
+    from mcp_tempest.fuzz.properties.executor import HarnessError, execute
+    from mcp_tempest.targets.endpoints import open_endpoint
+    from mcp_tempest.targets.target_spec import TargetError, parse_target
+
+    try:
+        other = parse_target(other_text, allow_remote=allow_remote, isolate_network=isolate_network)
+    except TargetError as exc:
+        raise ReplayUsageError(f"the target it was compared with: {exc}") from None
+    print(f"replay: comparing with the recorded other target: {visible(other.text)}")
+    endpoint = open_endpoint(other, timeout=start)
+    try:
+        other_run = execute(case, endpoint, reuse=False, timeout=timeout)
+    except HarnessError as exc:
+        raise ReplayUsageError(f"could not run the target it was compared with, {other.text}: {exc}") from None
+    finally:
+        endpoint.close()
+    found = differences(run, other_run)
+    return [difference_violation(found, run, other.text)] if found else []
 
 
 def _play_catalogue(doc: dict[str, Any], spec: Any, timeout: float) -> ReplayOutcome:
@@ -459,6 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="a reproduction file written by `mcp-tempest fuzz`")
     p.add_argument("--target", help="replay against this target (run from the current directory) instead of the "
                                     "one in the file (run from the directory the campaign ran in)")
+    p.add_argument("--compare-target", metavar="OTHER",
+                   help="a difference between targets (fuzz --compare-target): compare with OTHER instead of the "
+                        "target the file recorded")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="wait per answer (default: what the campaign used, as recorded in the file; else 5)")
     p.add_argument("--attempts", type=int, default=1, metavar="N",
@@ -488,6 +519,11 @@ def replay_main(argv: list[str]) -> int:
         path = Path(args.file)
         doc = load_repro(path)
         check_file_timeouts(doc, str(path))
+        compare = doc.get("case", {}).get("compare") if isinstance(doc.get("case"), dict) else None
+        if args.compare_target and not isinstance(compare, dict):
+            raise ReplayUsageError("--compare-target applies to a difference between targets, and this file is none")
+        if args.compare_target:
+            compare["target"] = args.compare_target
         from mcp_tempest.fuzz.client.replay import (
             is_client_repro,
             recorded_client_notice,

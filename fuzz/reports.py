@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from mcp_tempest.fuzz.differences import is_difference
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write, probe_text
 from mcp_tempest.fuzz.markdown_summary import summary_bytes
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, html_text, visible
@@ -249,7 +250,10 @@ def report_html(
 
     body: list[str] = []
     for title, group, intro in (
-        ("Findings", failing, ""),
+        ("Findings", [f for f in failing if not is_difference(f)], ""),
+        ("Differences between targets", [f for f in failing if is_difference(f)],
+         "<p>Answers that differ in meaning between the target and the one it was compared with "
+         "(--compare-target): error or result, error code, resultType, isError, list items.</p>"),
         ("Observations", observed,
          f"<p>Below --fail-on {e(fail_on)}, or not confirmed on fresh processes: shown, not failures.</p>"),
     ):

@@ -44,18 +44,30 @@ def catalogue_texts(items: dict[str, list[Any]], instructions: str | None) -> It
 
 
 def _strings(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            if k == "_meta":
-                continue
-            if isinstance(k, str) and k:
-                yield (*path, "(key)"), k
-            yield from _strings(v, (*path, str(k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _strings(v, (*path, str(i)))
+    """Every string of `value` (keys too, `_meta` left out) with its path, in document order;
+    walked with a stack of iterators, not recursion: what a server lists can nest any depth."""
+
+    def children(node: Any, at: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "_meta":
+                    continue
+                if isinstance(k, str) and k:
+                    yield (*at, "(key)"), k
+                yield (*at, str(k)), v
+        else:
+            for i, v in enumerate(node):
+                yield (*at, str(i)), v
+
+    stack: list[Iterator[tuple[tuple[str, ...], Any]]] = [iter([(path, value)])]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+        elif isinstance(item[1], str):
+            yield item
+        elif isinstance(item[1], dict | list):
+            stack.append(children(item[1], item[0]))
 
 
 def _span(text: str, start: int, end: int, context: int = 24) -> str:

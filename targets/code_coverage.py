@@ -132,16 +132,19 @@ class CoveragePlan:
     notes: tuple[str, ...] = ()
 
     def teardown_seconds(self) -> float:
-        """What a --duration campaign keeps for `collect` after its last job: the measured servers
-        save as they end, which costs their ending nothing measurable; `collect` parses every
-        reported file, which grows with their number. Measured on a busy 2-core machine: 0.2-0.45 s
-        for one file (tests/servers/sdk_server.py, 260 data files), 1.0 s for the reference
-        server's 14 files; kept with a margin, as 0.5 s plus 0.08 s a file."""
+        """What a --duration campaign keeps for `collect` after its last job.
+
+        The measured servers save as they end, which makes their ending no slower that could be
+        measured; `collect` parses, analyses and renders every reported file, which grows with
+        their number. Measured on a shared 2-core machine (load 6-10): 0.17-0.45 s for one file
+        (tests/servers/sdk_server.py, 260 data files), 0.6-1.1 s for the reference server's 14
+        files (100 data files); kept with a margin for a busier machine, as 0.5 s plus 0.1 s a file
+        (4.0 s for any target before)."""
         files = 0
         for source in self.sources:
             path = Path(source)
             files += sum(1 for _ in path.rglob("*.py")) if path.is_dir() else 1
-        return round(0.5 + 0.08 * files, 2)
+        return round(0.5 + 0.1 * files, 2)
 
 
 @dataclass
@@ -464,6 +467,34 @@ def _share_file_reporters(cov: Any) -> None:
     cov._get_file_reporter = shared
 
 
+def _summary(cov: Any) -> dict[str, Any]:
+    """The totals and per-file summaries of coverage.py's JSON report (the same keys).
+
+    Computed as that report computes them, from the same analyses summed the same way, but without
+    what it adds per function and per class (a second parse of every file) and without writing and
+    reading the JSON. A coverage.py without these pieces writes its JSON report after all."""
+    try:
+        from coverage.report_core import get_analysis_to_report
+        from coverage.results import Numbers
+    except ImportError:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "coverage.json"
+            cov.json_report(outfile=str(path))
+            return dict(json.loads(path.read_text()))
+
+    def summary(numbers: Any) -> dict[str, Any]:
+        return {"percent_covered": numbers.pc_covered, "num_statements": numbers.n_statements,
+                "covered_lines": numbers.n_executed, "num_branches": numbers.n_branches,
+                "covered_branches": numbers.n_executed_branches}
+
+    total = Numbers(precision=cov.config.precision)
+    files: dict[str, Any] = {}
+    for reporter, analysis in get_analysis_to_report(cov, None):
+        files[reporter.relative_filename()] = {"summary": summary(analysis.numbers)}
+        total += analysis.numbers
+    return {"totals": summary(total), "files": files}
+
+
 def _collect(plan: CoveragePlan, out_dir: Path | None) -> CodeReach:
     import coverage
 
@@ -479,14 +510,12 @@ def _collect(plan: CoveragePlan, out_dir: Path | None) -> CodeReach:
     if not data_file.is_file() or not cov.get_data().measured_files():
         reach.notes.append("no measured process saved any data")
         return reach
-    with tempfile.TemporaryDirectory() as tmp:
-        summary_path = Path(tmp) / "coverage.json"
-        try:
-            cov.json_report(outfile=str(summary_path), ignore_errors=True)
-        except coverage.CoverageException as exc:  # nothing in the report's include
-            reach.notes.append(f"no report: {exc}")
-            return reach
-        summary = json.loads(summary_path.read_text())
+    cov.set_option("report:ignore_errors", True)  # a file gone or not Python since it ran: left out
+    try:
+        summary = _summary(cov)
+    except coverage.CoverageException as exc:  # nothing in the report's include
+        reach.notes.append(f"no report: {exc}")
+        return reach
     reach.percent = round(float(summary["totals"]["percent_covered"]), 2)
     for path, entry in sorted(summary["files"].items()):
         s = entry["summary"]
