@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, metavar="N", help="exit 1 when the whole catalogue costs more than N tokens")
     p.add_argument("--max-tool-tokens", type=int, metavar="N", help="exit 1 when one tool definition costs more than N")
     p.add_argument("--no-drift", action="store_true", help="read the catalogue once (no drift check)")
-    p.add_argument("--fail-on", action=catalogue_compare.FailOnAction, default=DEFAULT_FAIL_ON,
+    p.add_argument("--fail-on", action=catalogue_compare.FailOnAction, default=DEFAULT_FAIL_ON, metavar="LIST",
                    help=f"findings at or above this strength ({'|'.join(FAIL_ON_CHOICES)}) exit 1 (default should: "
                         "drift fails, untrusted-text flags are observations); with --compare also the kinds of "
                         "change that do (default breaking), e.g. breaking,description")
@@ -95,6 +95,8 @@ def catalogue_main(argv: list[str]) -> int:
     # (150,000 tools are about 80 MB parsed, and the reports need only their costs).
     reading.drop_items()
     cat.items.clear()
+    if old is not None:  # --compare: compared; only its costs are reported now
+        old.items.clear()
     del reading
     doc = cat.to_json()
     doc["definitions"] = definitions

@@ -44,7 +44,8 @@ KINDS: Final = ("breaking", "description", "compatible")
 DEFAULT_FAIL_ON_CHANGES: Final = ("breaking",)
 TARGET_PREFIXES: Final = ("stdio:", "http://", "https://", "http+spawn:")
 #: What one screen shows; `--json` and catalogue.json hold every change and every tool.
-SHOWN_CHANGES: Final = 40
+SHOWN_LINES: Final = 40  # lines of changes
+INLINE: Final = 60  # a description change this short (before and after) fits on its change's line
 SHOWN_TOOLS: Final = 20
 EXCERPT: Final = 70  # characters of a changed description shown either side of the change
 _SINGULAR: Final = {"tools": "tool", "resources": "resource", "resourceTemplates": "template",
@@ -269,7 +270,7 @@ class Comparison:
         for kind in self.gate.kinds:
             hits = [c for c in self.changes if c.kind == kind]
             if hits:
-                named = "; ".join(f"{visible(c.label, NAME_WIDTH)}: {visible(c.what, 160)}" for c in hits[:3])
+                named = "; ".join(f"{c.label[:NAME_WIDTH]}: {c.what[:160]}" for c in hits[:3])
                 reasons.append(f"{len(hits)} {kind} change(s) ({named}{' ...' if len(hits) > 3 else ''})")
         if self.gate.max_growth is not None:
             old_total = self.old.total_tokens
@@ -302,19 +303,30 @@ class Comparison:
     def lines(self) -> Iterator[str]:
         """The screen: OLD, every change (the most serious first), each changed tool's cost, totals."""
         old = self.old
-        yield (f"compared with: {visible(self.source)} ({old.era_label}, {len(old.costs.get('tools', []))} tools, "
-               f"{old.total_tokens} tokens)")
+        saved = f"saved from {visible(old.target)}, " if old.target != self.source else ""
+        yield (f"compared with: {visible(self.source)} ({saved}{old.era_label}, {len(old.costs.get('tools', []))} "
+               f"tools, {old.total_tokens} tokens)")
         if not self.changes:
             yield "no change in the catalogue's definitions"
         ordered = sorted(self.changes, key=lambda c: KINDS.index(c.kind))
-        for c in ordered[:SHOWN_CHANGES]:
-            yield f"{c.kind.upper():<12} {visible(c.label, NAME_WIDTH)}: {visible(c.what, 200)}"
-            if c.kind == "description" and isinstance(c.before, str | None) and isinstance(c.after, str | None):
+        lines_used, count = 0, 0
+        for c in ordered:
+            lines = [f"{c.kind.upper():<12} {visible(c.label, NAME_WIDTH)}: {visible(c.what, 200)}"]
+            if (c.kind == "description" and (c.before is not None or c.after is not None)
+                    and isinstance(c.before, str | None) and isinstance(c.after, str | None)):
                 was, now = excerpt(c.before, c.after)
-                yield f"{'':<12}   was: {was}"
-                yield f"{'':<12}   now: {now}"
-        if len(ordered) > SHOWN_CHANGES:
-            yield f"... {len(ordered) - SHOWN_CHANGES} more changes (every one is in --json and catalogue.json)"
+                if len(was) + len(now) <= INLINE:
+                    lines[0] += f": {was} -> {now}"
+                else:
+                    lines += [f"{'':<12}   was: {was}", f"{'':<12}   now: {now}"]
+            if lines_used + len(lines) > SHOWN_LINES:
+                break
+            lines_used, count = lines_used + len(lines), count + 1
+            yield from lines
+        if count < len(ordered):
+            left = ordered[count:]
+            yield (f"... {len(left)} more changes ({', '.join(f'{sum(1 for c in left if c.kind == k)} {k}' for k in KINDS)}"
+                   "; every one is in --json and catalogue.json)")
         rows = [r for r in self.tool_costs() if r[1] != r[2]]
         width = max([len(visible(r[0], NAME_WIDTH)) for r in rows[:SHOWN_TOOLS]] + [20])
         if rows:
@@ -337,7 +349,8 @@ class Comparison:
         return (f"compare: {counts}; catalogue {self.old.total_tokens} -> {self.new.total_tokens} tokens "
                 f"({self.growth:+d}, {_percent(self.growth, self.old.total_tokens)})"
                 + (", INCOMPLETE" if self.incomplete else "")
-                + (f"; fails on {','.join(self.gate.kinds)}" if not self.failed else "; FAILED"))
+                + f"; {'FAILS' if self.failed else 'passes'} --fail-on {','.join(self.gate.kinds)}"
+                + (f" --max-token-growth {self.gate.describe_growth()}" if self.gate.max_growth is not None else ""))
 
 
 def _percent(delta: int, base: int | None) -> str:
@@ -414,17 +427,20 @@ def _renames(kind: str, gone: list[str], came: list[str], olds: dict[str, Any], 
     a removal and an addition."""
     key = ITEM_KEY[kind]
 
-    def rest(item: Any) -> Any:
-        return {k: v for k, v in item.items() if k not in (key, "_meta")} if isinstance(item, dict) else None
+    def rest(item: Any) -> str | None:  # the definition but for its name, as text: one hash per item
+        return json_text({k: v for k, v in item.items() if k not in (key, "_meta")}) if isinstance(item, dict) else None
 
-    pairs: dict[str, list[str]] = {g: [c for c in came if rest(olds[g]) is not None and same_json(rest(olds[g]),
-                                                                                                   rest(news[c]))]
-                                   for g in gone}
-    taken: dict[str, int] = {}
-    for matches in pairs.values():
-        for c in matches:
-            taken[c] = taken.get(c, 0) + 1
-    return {g: m[0] for g, m in pairs.items() if len(m) == 1 and taken[m[0]] == 1}
+    came_by: dict[str, list[str]] = {}
+    for c in came:
+        text = rest(news[c])
+        if text is not None:
+            came_by.setdefault(text, []).append(c)
+    gone_by: dict[str, list[str]] = {}
+    for g in gone:
+        text = rest(olds[g])
+        if text is not None:
+            gone_by.setdefault(text, []).append(g)
+    return {g[0]: came_by[text][0] for text, g in gone_by.items() if len(g) == 1 and len(came_by.get(text, ())) == 1}
 
 
 def _item_changes(kind: str, name: str, x: Any, y: Any) -> list[Change]:

@@ -81,7 +81,7 @@ def _same_item(a: Any, b: Any) -> bool:
     try:
         return orjson.dumps(a) == orjson.dumps(b)
     except orjson.JSONEncodeError:  # nested past orjson's 254 levels: compared without recursion
-        from mcp_tempest.strategies.json_bounds import same_json
+        from mcp_tempest.targets.json_depth import same_json
 
         return same_json(a, b)
 

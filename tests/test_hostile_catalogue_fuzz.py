@@ -1,17 +1,17 @@
 """`fuzz` survives huge tool lists and deep schemas; a repro write never loses a finding (issue 30, item 2).
 
-Against tests/hostile/hostile_list.py (a real server; a small wrapper raises its recursion limit
-so it can write a schema 500 deep, and serves the `$ref` shapes): each tool schema deeper than
-MAX_SCHEMA_DEPTH is cut, counted and reported (summary note, findings.json `bounded`), never a
-traceback; a list longer than MAX_ITEMS is sampled by the seed and reported "N of M"; a finding
+Against tests/hostile/hostile_list.py (a real server, which writes a schema of any depth and
+serves the `$ref` shapes given in a file): every property runs on a message deeper than orjson
+reads (cut when received, never taken for noise), each tool schema deeper than MAX_SCHEMA_DEPTH
+is cut, counted and reported (summary note, findings.json `bounded`), never a traceback; a list longer than MAX_ITEMS is sampled by the seed and reported "N of M"; a finding
 whose evidence cannot be written whole is kept with the reason. The issue's full size (100,000
 tools, under 300 MB) runs under `-m nightly`.
 """
 
 from __future__ import annotations
 
-import json
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -34,22 +34,9 @@ from mcp_tempest.strategies.json_bounds import MAX_SCHEMA_DEPTH, MAX_WRITTEN_DEP
 from mcp_tempest.strategies.sampling import draw_examples
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
-# hostile_list.py with Python's recursion limit raised (its json.dumps stops near 1,000 levels)
-# and, given a JSON file of schemas, tool i listing schema i modulo their number.
-WRAPPER = """
-import json, sys
-sys.setrecursionlimit(100_000)
-hostile_dir, schemas_file, *rest = sys.argv[1:]
-sys.path.insert(0, hostile_dir)
-sys.argv = ["hostile_list.py", *rest]
-import hostile_list
-if schemas_file != "-":
-    with open(schemas_file) as fh:
-        schemas = json.load(fh)
-    plain = hostile_list.tool
-    hostile_list.tool = lambda i: {**plain(i), "inputSchema": schemas[i % len(schemas)]}
-hostile_list._base.serve(hostile_list.handle)
-"""
+# Where a tool's inputSchema sits in a tools/list response (response, result, tools, tool): a
+# schema listed deeper than MAX_WRITTEN_DEPTH reaches the harness cut to this depth.
+RECEIVED_SCHEMA_DEPTH = MAX_WRITTEN_DEPTH - 4
 
 
 def chain(depth: int) -> dict[str, Any]:
@@ -89,13 +76,11 @@ REF_SHAPES: dict[str, Any] = {
 
 
 def target(tmp_path: Path, *options: str, schemas: list[Any] | None = None) -> str:
-    wrapper = tmp_path / "hostile_wrapper.py"
-    wrapper.write_text(WRAPPER)
-    schemas_file = "-"
+    """hostile_list.py with `options`; given `schemas`, tool i lists schema i modulo their number."""
     if schemas is not None:
-        (tmp_path / "schemas.json").write_text(json.dumps(schemas))
-        schemas_file = str(tmp_path / "schemas.json")
-    return "stdio:" + shlex.join([PYTHON, str(wrapper), str(HOSTILE), schemas_file, *options])
+        (tmp_path / "schemas.jsonl").write_text("".join(json_text(s) + "\n" for s in schemas))
+        options = (*options, "--schemas", str(tmp_path / "schemas.jsonl"))
+    return "stdio:" + shlex.join([PYTHON, str(HOSTILE / "hostile_list.py"), *options])
 
 
 def fuzz(tmp_path: Path, target_text: str, *extra: str, timeout: float = 240.0) -> tuple[subprocess.CompletedProcess[str], dict]:
@@ -118,21 +103,26 @@ def only_cuts(index: dict) -> list[dict]:
 # --- deep schemas through the whole campaign ---
 
 
-@pytest.mark.parametrize("depth", [300, 500])
+@pytest.mark.parametrize("depth", [300, 500, 1500])
 def test_a_deep_input_schema_is_cut_and_reported_never_a_traceback(tmp_path: Path, depth: int) -> None:
     """Was: depth 500 died in prepare (RecursionError in the surface's deepcopy), depth 200 while
-    writing a repro (orjson's 254 levels), losing the finding and the rest of the campaign."""
-    # valid and lists judge the server's tools/list by code outside this fix (TOOL-10 encodes each
-    # listed schema with orjson, lists compares them with ==): left out until that is bounded too
+    writing a repro (orjson's 254 levels), losing the finding and the rest of the campaign; valid
+    and lists ended in harness errors (orjson and == on the listed schema); past 1,024 levels
+    (depth 511 here) orjson refused the line and a correct server was reported for STDIO-03."""
     proc, index = fuzz(tmp_path, target(tmp_path, "--depth", str(depth), "--tools", "2"),
-                       "--properties", "framing,ids,history,handoff,mrtr", "--max-examples", "30")
+                       "--properties", "framing,ids,valid,history,lists,handoff,mrtr", "--max-examples", "40")
     assert_no_traceback(proc)
-    listed = 2 * depth + 3  # hostile_list's chain: two levels a property, around a string
+    assert "harness error" not in proc.stdout, proc.stdout[-3000:]
+    for prop in ("valid", "lists"):
+        assert re.search(rf"{prop}\[stdio\]\s+[1-9]\d* examples", proc.stdout), proc.stdout[-3000:]
+    assert not [f for f in index["findings"] if f["rule"].startswith("STDIO")], index["findings"]
+    # listed 2 * depth + 3 deep (two levels a property, around a string), received cut
     cuts = only_cuts(index)
     assert [(c["where"], c["depth"], c["limit"]) for c in cuts] == [
-        ("tool tool_0 inputSchema", listed, MAX_SCHEMA_DEPTH), ("tool tool_1 inputSchema", listed, MAX_SCHEMA_DEPTH)]
-    assert "note: stdio:" in proc.stdout and f"tool tool_0 inputSchema is nested {listed} levels deep: " \
-        f"cut at {MAX_SCHEMA_DEPTH}" in proc.stdout
+        ("tool tool_0 inputSchema", RECEIVED_SCHEMA_DEPTH, MAX_SCHEMA_DEPTH),
+        ("tool tool_1 inputSchema", RECEIVED_SCHEMA_DEPTH, MAX_SCHEMA_DEPTH)]
+    assert "note: stdio:" in proc.stdout and f"tool tool_0 inputSchema is nested at least {RECEIVED_SCHEMA_DEPTH} " \
+        f"levels deep: cut at {MAX_SCHEMA_DEPTH}" in proc.stdout
     # every finding kept has its repro on disk, written whole or with what was cut said
     assert index["findings"], proc.stdout[-2000:]
     for finding in index["findings"]:

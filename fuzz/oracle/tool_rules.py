@@ -38,6 +38,7 @@ from mcp_tempest.fuzz.oracle.http import header_defects
 from mcp_tempest.fuzz.oracle.model import Violation, rule
 from mcp_tempest.fuzz.oracle.results import cacheable_complete, modern_results
 from mcp_tempest.fuzz.oracle.schemas import request_validator
+from mcp_tempest.strategies.json_bounds import MAX_WRITTEN_DEPTH, RECEIVED_SLACK, nesting_depth
 from mcp_tempest.targets import wire
 
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
@@ -294,6 +295,10 @@ def _arguments_validator(schema_json: bytes) -> Any:
 
 
 def _arguments_valid(schema: dict[str, Any], args: Any) -> bool:
+    """Whether `args` are provably valid: never for a schema as deep as a received message may be
+    cut to (`wire.loads`), whose cut parts accept anything the server's schema may refuse."""
+    if nesting_depth(schema, stop=MAX_WRITTEN_DEPTH - RECEIVED_SLACK) >= MAX_WRITTEN_DEPTH - RECEIVED_SLACK:
+        return False
     validator = _arguments_validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
     if validator is None:
         return False

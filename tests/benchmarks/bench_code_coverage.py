@@ -5,7 +5,8 @@ target, once with `--no-coverage` and once as the default (every server process 
 coverage.py), timed wall to wall as separate commands; the measured run's time includes
 combining the data and writing coverage.py's HTML and XML reports, which a user waits for too.
 The runs alternate (plain, measured, plain, ...) so that a machine growing busier during the
-benchmark weighs on both alike. The figure of merit is measured / plain; the aim is at most 1.3x.
+benchmark weighs on both alike. The figure of merit is measured / plain of each round's pair, run
+back to back (the median over rounds); the aim is at most 1.3x.
 The CPU seconds of each campaign (the harness and every server process it reaped) are shown too:
 on a shared machine they vary less from run to run than wall time does.
 Measuring must not change verdicts: both runs of a round must file the same failures (by id);
@@ -85,8 +86,8 @@ def main() -> int:
                 differing += any(not f.startswith("~") for f in found ^ plain_found)
                 print(f"round {r + 1}: findings differ: only plain {sorted(plain_found - found)}, "
                       f"only measured {sorted(found - plain_found)}", flush=True)
-    ratio = statistics.median(measured) / statistics.median(plain)
-    cpu_ratio = statistics.median(cpu[True]) / statistics.median(cpu[False])
+    ratio = statistics.median(m / p for m, p in zip(measured, plain, strict=True))
+    cpu_ratio = statistics.median(m / p for m, p in zip(cpu[True], cpu[False], strict=True))
     verdicts = "same findings" if not differing else f"findings differ in {differing} round(s)"
     print(f"bench_code_coverage: measured/plain wall time {ratio:.2f}x (aim <= 1.3x), CPU {cpu_ratio:.2f}x, over "
           f"{args.rounds} round(s) of {args.examples} examples; code coverage {code.get('percent', 'n/a')}%; {verdicts}")

@@ -63,6 +63,8 @@ def _schema_texts() -> list[str]:
 # Each tool lists a marker string; `write_out` puts the schema's text in its place.
 SCHEMA_TEXTS = _schema_texts()
 MARKS = [f"\u0000schema {k}\u0000" for k in range(len(SCHEMA_TEXTS))]
+# Schemas written as text only where they must be (deep, or given): stdio only, then
+AS_TEXT = bool(OPTS.depth or OPTS.schemas)
 
 
 def tool(i: int) -> dict[str, Any]:
@@ -72,10 +74,14 @@ def tool(i: int) -> dict[str, Any]:
         text = f"{text} Served by process {os.getpid()}."
     if OPTS.desc_bytes > len(text):
         text = text + "." * (OPTS.desc_bytes - len(text))
-    return {"name": name, "description": text, "inputSchema": MARKS[i % len(MARKS)]}
+    schema: Any = MARKS[i % len(MARKS)] if AS_TEXT else {"type": "object"}
+    return {"name": name, "description": text, "inputSchema": schema}
 
 
 def write_out(msg: dict[str, Any]) -> None:
+    if not AS_TEXT:  # through _base.write, which tests/hostile/http_front.py takes over for HTTP
+        _base.write(msg)
+        return
     text = json.dumps(msg, separators=(",", ":"))
     for mark, schema in zip(MARKS, SCHEMA_TEXTS, strict=True):
         text = text.replace(json.dumps(mark), schema)
