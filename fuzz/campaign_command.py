@@ -520,6 +520,9 @@ def _collect_code_coverage(plans: list[Any], out_dir: Path, reach: dict[str, Any
         lines.append(f"code coverage: {code.percent:.1f}% of the server's own code (lines and branches, "
                      f"{len(code.files)} files, {code.processes} processes); least reached: "
                      + ", ".join(f"{Path(f['path']).name} {f['percent']:.0f}%" for f in least))
+        if code.contexts:
+            lines.append("code coverage by property (lines run; lines no other ran): " + ", ".join(
+                f"{c['context']} {c['lines']} ({c['only']})" for c in code.contexts))
     return lines
 
 

@@ -3,7 +3,9 @@
 Exit status: 0 within budget and no failing finding; 1 over `--max-tokens`/`--max-tool-tokens`,
 or under such a gate a catalogue that could not be read whole (a list cut short or unreadable: its
 count is a lower bound, so the gate cannot pass), or a failing finding (catalogue drift is MUST; untrusted-text flags are HEURISTIC observations
-and fail only under `--fail-on heuristic`); 2 bad input or an unusable target, one line.
+and fail only under `--fail-on heuristic`), or under `--compare OLD` a change of a kind `--fail-on`
+names (breaking by default), growth past `--max-token-growth`, or a side read incomplete
+(fuzz/catalogue_compare.py); 2 bad input or an unusable target (OLD too), one line.
 """
 
 from __future__ import annotations
@@ -71,9 +73,9 @@ def catalogue_main(argv: list[str]) -> int:
                 raise validate.InputError(f"{name} must be zero or more")
         extra_headers.configure(args.header)
         spec = parse_target(args.target, allow_remote=args.allow_remote)
-        reading = read(spec, timeout=args.timeout, budget=budget, drift=not args.no_drift)
         old = None if compare_gate is None else catalogue_compare.load_old(
             args.compare, timeout=args.timeout, budget=budget, allow_remote=args.allow_remote)
+        reading = read(spec, timeout=args.timeout, budget=budget, drift=not args.no_drift)
     except (validate.InputError, extra_headers.HeaderError, TargetError, ProbeFailure) as exc:
         print(f"catalogue: {visible(exc)}", file=sys.stderr)  # a probe failure may quote the server
         return 2

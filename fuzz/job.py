@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 import zlib
 from collections import deque
@@ -69,6 +70,7 @@ from mcp_tempest.fuzz.properties.surface import sample_value
 from mcp_tempest.fuzz.reach import Reach
 from mcp_tempest.fuzz.reach_corpus import ReachCorpus, corpus_key
 from mcp_tempest.targets import stop_request
+from mcp_tempest.targets.processes import COVERAGE_CONTEXT_VAR
 
 #: --guidance: "corpus" keeps examples that drew a new kind of answer in the example database and
 #: plays them first next run (fuzz/reach_corpus.py); "target" also steers Hypothesis towards them
@@ -720,6 +722,9 @@ def run_job(
         reason = NO_BUDGET_NOTE
     if reason is not None:
         return skipped_job(job, prop, ctx, sink, reason)
+    # The processes started from now on run in this property's coverage context (targets/processes.py):
+    # what each property contributed to the server's code coverage.
+    os.environ[COVERAGE_CONTEXT_VAR] = job.property
     endpoint.prepare(prop.fresh_per_example)
     if other is not None:
         other[0].prepare(prop.fresh_per_example)

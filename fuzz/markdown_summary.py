@@ -97,6 +97,9 @@ def reach_markdown(reach: dict | None) -> list[str]:
             lines += [f"{_cell(note)}." for note in code.get("notes", [])]
         elif code.get("measured"):
             lines += ["", f"Server code coverage: {code['percent']:.1f}% (lines and branches, coverage.py)."]
+            if code.get("contexts"):
+                lines += ["", "| property | lines run | lines no other ran |", "| --- | --- | --- |"]
+                lines += [f"| {_cell(c['context'])} | {c['lines']} | {c['only']} |" for c in code["contexts"]]
         else:
             lines += ["", f"{_cell(code.get('reason', 'code coverage: not measured'))}."]
     return lines

@@ -336,6 +336,12 @@ def reach_html(reach: dict[str, Any] | None) -> list[str]:
             out.append(f"<tr><td>{e(f['path'])}</td><td>{f['percent']:.1f}</td><td>{f['lines']}</td>"
                        f"<td>{f['covered']}</td></tr>")
         out.append("</table>")
+        if code.get("contexts"):
+            out.append("<p>What each property contributed (a process is credited to the property during which "
+                       "it started):</p><table><tr><th>property</th><th>lines run</th><th>lines no other ran</th></tr>")
+            out += [f"<tr><td>{e(c['context'])}</td><td>{c['lines']}</td><td>{c['only']}</td></tr>"
+                    for c in code["contexts"]]
+            out.append("</table>")
     elif code:
         out.append(f"<p>{e(code.get('reason', 'code coverage: not measured'))}</p>")
     return out

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from mcp_tempest.targets.processes import CODE_COVERAGE_VAR as RC_VAR
+from mcp_tempest.targets.processes import COVERAGE_CONTEXT_VAR as CONTEXT_VAR
 from mcp_tempest.targets.target_spec import TargetSpec
 
 if TYPE_CHECKING:
@@ -164,9 +165,13 @@ class CodeReach:
     xml: Path | None = None
     notes: list[str] = field(default_factory=list)
     kind: Literal["lines", "functions"] = "lines"
+    # what each context (a property, or the surface search) ran: {"context", "lines", "only"}
+    contexts: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "percent": self.percent, "files": self.files}
+        if self.contexts:
+            out["contexts"] = self.contexts
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -416,6 +421,8 @@ def _rc_text(data_file: Path, paths: Sequence[str], core: str) -> str:
     include = [str(Path(p) / "*") if Path(p).is_dir() else p for p in paths]
     lines = ["# Written by mcp-tempest for one campaign (targets/code_coverage.py).", "[run]",
              "branch = true", "parallel = true", f"data_file = {data_file}", "sigterm = true",
+             # the property that started the process: what each property contributed (contexts)
+             f"context = ${{{CONTEXT_VAR}-}}",
              "source =", *(f"    {f}" for f in folders),
              "disable_warnings =", *(f"    {w}" for w in _QUIET),
              "[report]", "include =", *(f"    {i}" for i in include),
@@ -495,6 +502,36 @@ def _summary(cov: Any) -> dict[str, Any]:
     return {"totals": summary(total), "files": files}
 
 
+#: The context of what ran with no property: the zygote's imports, the surface search before the jobs.
+START_CONTEXT = "start-up and surface search"
+
+
+def _by_context(data: Any, paths: Sequence[str]) -> list[dict[str, Any]]:
+    """What each property contributed: the lines of the reported files its processes ran, and how
+    many of those no other context ran. A process is credited to the property during which it was
+    started (a warm process serving the next property too stays with the first; pools start the
+    next process a little ahead), so the split is close, not exact; the total is exact."""
+    roots = [Path(p).resolve() for p in paths]
+
+    def reported(path: str) -> bool:  # the report's include: the plan's files and folders
+        where = Path(path).resolve()
+        return any(where == r or r in where.parents for r in roots)
+
+    ran: dict[str, set[tuple[str, int]]] = {}
+    for path in data.measured_files():
+        if not reported(path):
+            continue
+        for line, contexts in (data.contexts_by_lineno(path) or {}).items():
+            for context in contexts:
+                name = context.strip("|") or START_CONTEXT
+                ran.setdefault(name, set()).add((path, line))
+    out = []
+    for name, lines in ran.items():
+        others = set().union(*(v for k, v in ran.items() if k != name)) if len(ran) > 1 else set()
+        out.append({"context": name, "lines": len(lines), "only": len(lines - others)})
+    return sorted(out, key=lambda c: (-c["only"], -c["lines"], c["context"]))
+
+
 def _collect(plan: CoveragePlan, out_dir: Path | None) -> CodeReach:
     import coverage
 
@@ -524,6 +561,7 @@ def _collect(plan: CoveragePlan, out_dir: Path | None) -> CodeReach:
             "lines": s["num_statements"], "covered": s["covered_lines"],
             "branches": s.get("num_branches", 0), "covered_branches": s.get("covered_branches", 0),
         })
+    reach.contexts = _by_context(cov.get_data(), plan.sources)
     if out_dir is not None:
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ import orjson
 
 from mcp_tempest.targets import ownership
 from mcp_tempest.targets.cgroups import ServerCgroup, new_server_cgroup
-from mcp_tempest.targets.processes import ManagedProcess, SpawnError, register, spawn
+from mcp_tempest.targets.processes import COVERAGE_CONTEXT_VAR, ManagedProcess, SpawnError, register, spawn
 from mcp_tempest.targets.stderr_ring import capture
 
 DISABLE_VAR: Final = "MCP_TEMPEST_NO_FORK_SERVER"
@@ -80,6 +80,9 @@ if coverage_rc:
         import coverage
         zygote_cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
         zygote_cov.set_option("run:sigterm", False)  # each child sets its own (measure_child)
+        # no context of its own: the zygote started with the first property's, and each child
+        # switches to the context of the property that ordered it (child)
+        zygote_cov.set_option("run:context", None)
         zygote_cov.start()
     except Exception as exc:
         print(f"code coverage off in the fork server: {exc}", file=sys.stderr)
@@ -112,6 +115,7 @@ def measure_child():
         else:  # another coverage.py: a Coverage of its own after all
             cov = coverage.Coverage(config_file=coverage_rc, data_suffix=True)
             cov.set_option("run:sigterm", False)
+            cov.set_option("run:context", None)
         cov.start()
     except Exception as exc:
         print(f"code coverage off in this process: {exc}", file=sys.stderr)
@@ -205,7 +209,7 @@ def import_all(names):
         except BaseException:
             refused.add(name)
 
-def child(fds, tag, cgroup, isolate, go):
+def child(fds, tag, cgroup, isolate, go, context):
     before = set(sys.modules)
     os.close(learn_r)
     os.setsid()
@@ -248,6 +252,11 @@ def child(fds, tag, cgroup, isolate, go):
         os._exit(137)
     code = 0
     child_cov = measure_child() if zygote_cov is not None else None
+    if child_cov is not None and context:
+        try:
+            child_cov.switch_context(context)  # whose lines these are: the property that ordered it
+        except Exception:
+            pass
     try:
         if kind == "script":
             sys.argv = [what, *server_args]
@@ -309,6 +318,7 @@ while True:
             fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
     order = json.loads(msg)
     tag, cgroup, isolate = order["tag"], order.get("cgroup", ""), order.get("isolate", False)
+    context = order.get("context", "")
     r, w = os.pipe()
     go_r, go_w = os.pipe()
     middle = os.fork()
@@ -318,7 +328,7 @@ while True:
         pid = os.fork()
         if pid == 0:
             os.close(w)
-            child(list(fds), tag, cgroup, isolate, go_r)
+            child(list(fds), tag, cgroup, isolate, go_r, context)
         os.write(w, str(pid).encode())
         os._exit(0)
     os.close(w)
@@ -449,7 +459,9 @@ class ForkServer:
         order = ForkOrder(self, (in_w, out_r, err_r), tag, cgroup)
         self._unclaimed.append(order)
         request = {"tag": tag, "cgroup": str(cgroup.path / "cgroup.procs") if cgroup is not None else "",
-                   "isolate": self.isolate_network}
+                   "isolate": self.isolate_network,
+                   # what the harness is doing as it orders (a property's name): the child's coverage context
+                   "context": os.environ.get(COVERAGE_CONTEXT_VAR, "")}
         try:
             with self._lock:
                 self._ctl.sendmsg([orjson.dumps(request)],

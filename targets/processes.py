@@ -37,6 +37,9 @@ from mcp_tempest.targets.stderr_ring import StderrRing, capture, release
 
 STDERR_TAIL_BYTES: Final = 8192
 CODE_COVERAGE_VAR: Final = "MCP_TEMPEST_COVERAGE_RC"  # targets.code_coverage.RC_VAR
+# The coverage context a measured process is started in (what the harness was doing: a property's
+# name), read by its rcfile and by the fork server's children; see targets.code_coverage.
+COVERAGE_CONTEXT_VAR: Final = "MCP_TEMPEST_COVERAGE_CONTEXT"
 _POLL_STEP: Final = 0.005
 _POLL_MAX_STEP: Final = 0.05
 
@@ -259,6 +262,8 @@ def spawn(
     if child_env.get(CODE_COVERAGE_VAR):  # a code-coverage plan: a Python server runs under coverage
         from mcp_tempest.targets.code_coverage import measured
 
+        # the context now, not when the endpoint's environment was made
+        child_env[COVERAGE_CONTEXT_VAR] = os.environ.get(COVERAGE_CONTEXT_VAR, "")
         argv = measured(argv, child_env)
     cgroup = new_server_cgroup(tag)
     cgroup_fd = -1

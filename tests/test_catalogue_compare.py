@@ -206,6 +206,16 @@ def test_the_poisoned_description_mutant_is_a_description_change(tmp_path: Path)
     assert code == 1
 
 
+def test_a_name_that_would_act_on_the_terminal_is_shown_escaped(tmp_path: Path) -> None:
+    old = hostile_list("--tools", "2", "--name", "\x1b[2J\u202ewipe\r\nBREAKING     forged")
+    proc = text_run(tmp_path, "--target", hostile_list("--tools", "2"), "--compare", old)
+    assert proc.returncode == 1 and "\x1b" not in proc.stdout + proc.stderr and "\u202e" not in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert ("BREAKING     tool \\x1b[2J\\u202ewipe\\r\\nBREAKING     forged: renamed to `tool_0` (the same "
+            "definition otherwise): a caller of the old name fails") in lines
+    assert [line for line in lines if line.startswith("BREAKING")] == lines[2:3]  # no forged line
+
+
 def test_the_workspace_tools_dropped_are_breaking_and_added_compatible(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()

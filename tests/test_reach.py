@@ -57,6 +57,22 @@ def test_every_listed_tool_has_a_row_whose_counts_add_up(tmp_path: Path):
     assert (tmp_path / "out" / "coverage.xml").is_file() and (tmp_path / "out" / "coverage_html" / "index.html").is_file()
 
 
+@pytest.mark.parametrize("fork", [True, False])
+def test_each_property_is_credited_with_the_code_its_processes_ran(tmp_path: Path, fork: bool):
+    """Coverage contexts: a process runs in the context of the property during which it started
+    (fork-served children switch to it, spawned ones read it from their rcfile), so the report
+    says what each property contributed; framing's malformed frames reach parse errors that valid's
+    well-formed requests never do."""
+    args = ["--target", reference_stdio(tmp_path / "db.sqlite3"), "--max-examples", "60", "--seed", "1",
+            "--properties", "framing,valid", *([] if fork else ["--no-fork-server"])]
+    proc, findings = _fuzz(tmp_path, *args)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    contexts = {c["context"]: c for c in findings["reach"]["code"]["contexts"]}
+    assert {"framing", "valid"} <= set(contexts) <= {"framing", "valid", "start-up and surface search"}, contexts
+    assert contexts["framing"]["only"] > 0 and contexts["valid"]["lines"] > 0, contexts
+    assert "code coverage by property (lines run; lines no other ran): " in proc.stdout
+
+
 def test_a_tool_that_never_succeeds_is_named_with_its_most_common_answer():
     reach = Reach()
     listed = frozenset({"ok_tool", "refusing", "quiet"})

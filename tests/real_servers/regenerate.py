@@ -124,7 +124,8 @@ WHY: dict[tuple[str, str, str | None], str] = {
         "not bound to its originating request (MRTR-14 SHOULD)",
     ("MRTR-10", "HEURISTIC", "state-missing"):
         "a retry that leaves out the requestState it was given (the probe breaks MRTR-10, a client rule) "
-        "is served anyway; DIGEST states no server reaction, so an observation",
+        "is served although questions the server asked are still unanswered; DIGEST states no server "
+        "reaction, so an observation",
     ("SL-2", "MUST", None):
         "after one request whose _meta is not an object, the process refuses every valid 2026-07-28 request "
         "(-32600, \"this connection serves the handshake protocol era\") that a fresh process serves: the "
