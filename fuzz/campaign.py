@@ -170,7 +170,7 @@ def plan_jobs(
     props: list[Property], prepared: list[Prepared], *, max_examples: int | None, duration: float | None,
     workers: int, shrink_seconds: float, seed: int,
 ) -> list[Job]:
-    """Split the budget: every job first gets its coverage probes, the rest goes by weight.
+    """Split the budget: one example for every job, then their coverage probes, the rest by weight.
 
     With --duration each job's share of the time covers its shrinking too, so the campaign ends
     when asked; with one worker the shares are recomputed as jobs end (see run_jobs_here)."""
@@ -183,11 +183,18 @@ def plan_jobs(
     probes = [math.ceil(sum(1 for probe in p.coverage(t.context()) if probe.case is not None)
                         / max(p.coverage_batch, 1))
               if ok else 0 for (p, t), ok in zip(pairs, usable, strict=True)]
-    counts: list[int] = []
+    # Every job that can run gets one example first (its first probe batch, or a random case), so
+    # one property's many probes never leave another with none; then the rest of the probes, in
+    # job order, as far as the budget goes; then the remainder at random, by weight.
+    counts = [0] * len(pairs)
     left = budget
-    for n in probes:  # coverage first, in job order, as far as the budget goes
-        counts.append(min(n, left))
-        left -= counts[-1]
+    for i, ok in enumerate(usable):
+        if ok and left > 0:
+            counts[i], left = 1, left - 1
+    for i, n in enumerate(probes):
+        more = min(max(n - counts[i], 0), left) if counts[i] else 0
+        counts[i] += more
+        left -= more
     random_share = [int(left * w / total_weight) for w in weights]
     open_jobs = [i for i, ok in enumerate(usable) if ok] or list(range(len(pairs)))
     for i in range(max(left - sum(random_share), 0)):

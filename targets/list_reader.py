@@ -27,7 +27,7 @@ import orjson
 
 from mcp_tempest.targets import validate
 from mcp_tempest.targets.connection import DEFAULT_LINE_CAP, Connection, is_response_to
-from mcp_tempest.targets.transcript import Event
+from mcp_tempest.targets.transcript import Event, SharedItems
 
 MIB: Final = 1024 * 1024
 # Defaults: one pass over a server's lists (all of them) may follow 1,000 pages per list, hold
@@ -41,49 +41,6 @@ DEFAULT_LIST_SECONDS: Final = 30.0
 MAX_PAGES_CEILING: Final = 10_000
 LIST_MIB_CEILING: Final = 256
 LIST_SECONDS_CEILING: Final = 3600.0
-
-
-class SharedItems:
-    """The items of each list's first read, which the later reads of the same list share.
-
-    Why: the catalogue reads every list three times (drift). A tiny tool grows about eightfold
-    when parsed, so 150,000 of them in one 12.8 MB page held three times took the harness to
-    592 MB. A later read's item equal to the first read's item at the same place (the same JSON)
-    is replaced, in the page itself, by the first read's object: three reads of an unchanged
-    catalogue hold one parsed copy, and a page is held parsed twice only while it is compared."""
-
-    __slots__ = ("first",)
-
-    def __init__(self) -> None:
-        self.first: dict[str, list[Any]] = {}
-
-    def begin(self, name: str, items: list[Any]) -> list[Any] | None:
-        """The first read's items to share with (None: this read of `name` is the first: `items`,
-        filled as it goes, is what later reads share)."""
-        earlier = self.first.get(name)
-        if earlier is None:
-            self.first[name] = items
-        return earlier
-
-    @staticmethod
-    def share(page: list[Any], earlier: list[Any], offset: int) -> None:
-        """Replace each item of `page` (at `offset` in its list) equal to the earlier read's item
-        at the same place by that item; in place, so the transcript's copy of the page shares it too."""
-        for i in range(min(len(page), max(len(earlier) - offset, 0))):
-            old = earlier[offset + i]
-            if page[i] is not old and _same_item(page[i], old):
-                page[i] = old
-
-
-def _same_item(a: Any, b: Any) -> bool:
-    """Whether two items are the same JSON, at C speed: equal bytes when written in their own key
-    order (an item equal but written in another order is just not shared; drift compares values)."""
-    try:
-        return orjson.dumps(a) == orjson.dumps(b)
-    except orjson.JSONEncodeError:  # nested past orjson's 254 levels: compared without recursion
-        from mcp_tempest.targets.json_depth import same_json
-
-        return same_json(a, b)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,14 @@ messages because byte-level mutations (a raw newline, invalid UTF-8) have no JSO
 from __future__ import annotations
 
 import base64
+import hashlib
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+
+import orjson
 
 from mcp_tempest.targets import frame_recipe, wire
 from mcp_tempest.targets.transports import Transport, transport_named
@@ -31,6 +34,108 @@ NOTIFICATION_KEEP: Final = 2048
 # form is made again from them on load. A list page of 150,000 tiny tools is 12.8 MB as bytes and
 # about 100 MB parsed; written both ways, every repro and the memory that writes it held it twice.
 RAW_ONLY_BYTES: Final = 1024 * 1024
+
+# The lists a result may carry (tools/list, prompts/list, resources/list, resources/templates/list).
+LIST_KEYS: Final = ("tools", "prompts", "resources", "resourceTemplates")
+# A received list result at least this big on the wire is shared (`SharedItems.received`): a page of
+# 100,000 tools is 9 MB as bytes and about 57 MB parsed, and one `lists` example receives it 3 to 5
+# times. Smaller ones cost less than the digest that would tell them apart.
+SHARE_BYTES: Final = 64 * 1024
+
+
+class SharedItems:
+    """Equal list items held once: the items of a list read again share the earlier read's objects.
+
+    Why: a list is read again and again (the catalogue reads every list three times for drift; a
+    `lists` example asks for the same list on three processes and its second page twice). A tiny
+    tool grows about eightfold when parsed, so 150,000 of them in one 12.8 MB page held three times
+    took the harness to 592 MB, and 100,000 tools received five times in one transcript to 629 MB.
+
+    Two ways in, one representation:
+    - `begin`/`share` (list_reader): a later read's item equal to the first read's item at the same
+      place in its list is replaced, in the page itself, by the first read's object.
+    - `received` (every transcript, for each big list result it records): a page whose items are the
+      same JSON as a page received before becomes that page's list object itself, and its digest is
+      known (`digest`), which is how the oracle computes a list's facts once per distinct content;
+      a page that differs shares, item by item, what it has in common with the first page of its
+      list (when their first items agree).
+    A page is held parsed twice only while it is compared."""
+
+    __slots__ = ("_by_id", "_pages", "first")
+
+    def __init__(self) -> None:
+        self.first: dict[str, list[Any]] = {}
+        self._pages: dict[bytes, list[Any]] = {}  # content digest -> the first page with that content
+        self._by_id: dict[int, bytes] = {}  # id of a page in `_pages` (held there, so the id is its own)
+
+    def begin(self, name: str, items: list[Any]) -> list[Any] | None:
+        """The first read's items to share with (None: this read of `name` is the first: `items`,
+        filled as it goes, is what later reads share)."""
+        earlier = self.first.get(name)
+        if earlier is None:
+            self.first[name] = items
+        return earlier
+
+    @staticmethod
+    def share(page: list[Any], earlier: list[Any], offset: int) -> None:
+        """Replace each item of `page` (at `offset` in its list) equal to the earlier read's item
+        at the same place by that item; in place, so the transcript's copy of the page shares it too."""
+        for i in range(min(len(page), max(len(earlier) - offset, 0))):
+            old = earlier[offset + i]
+            if page[i] is not old and same_item(page[i], old):
+                page[i] = old
+
+    def received(self, message: Any) -> None:
+        """Share the list in a received result (`message`, a JSON-RPC response) with the pages
+        received before; in place."""
+        result = message.get("result") if isinstance(message, dict) else None
+        if not isinstance(result, dict):
+            return
+        for key in LIST_KEYS:
+            items = result.get(key)
+            if isinstance(items, list) and items:
+                result[key] = self._page(key, items)
+
+    def _page(self, key: str, items: list[Any]) -> list[Any]:
+        digest = content_digest(items)
+        if digest is None:  # not writable as JSON (a lone surrogate): left as it is
+            return items
+        earlier = self._pages.get(digest)
+        if earlier is not None:
+            return earlier
+        first = self.first.get(key)
+        if first is None:
+            self.first[key] = items
+        elif same_item(items[0], first[0]):
+            self.share(items, first, 0)
+        self._pages[digest] = items
+        self._by_id[id(items)] = digest
+        return items
+
+    def digest(self, items: list[Any]) -> bytes | None:
+        """The content digest of a page `received` shared (None for any other list)."""
+        return self._by_id.get(id(items))
+
+
+def content_digest(value: Any) -> bytes | None:
+    """A digest of `value` written as JSON in its own key order (None when orjson cannot write it):
+    equal digests, equal JSON."""
+    try:
+        return hashlib.blake2b(orjson.dumps(value), digest_size=16).digest()
+    except orjson.JSONEncodeError:
+        return None
+
+
+def same_item(a: Any, b: Any) -> bool:
+    """Whether two items are the same JSON, at C speed: equal bytes when written in their own key
+    order (an item equal but written in another order is just not shared; drift compares values)."""
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except orjson.JSONEncodeError:  # nested past orjson's 254 levels: compared without recursion
+        from mcp_tempest.targets.json_depth import same_json
+
+        return same_json(a, b)
+
 
 # In a spawn event's note: the process is a warm one that served earlier cases (the stdio pool's
 # rebind), so what it says first may still belong to one of them.
@@ -128,6 +233,8 @@ class Transcript:
     started: float = field(default_factory=time.monotonic)
     notifications: int = 0
     dropped: int = 0
+    # The big list results received, shared by content (see SharedItems.received).
+    shared: SharedItems = field(default_factory=SharedItems, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.transport = transport_named(self.transport)
@@ -139,6 +246,10 @@ class Transcript:
         `oversize` event in its place so the transcript says what is missing (index -1 for the rest).
         """
         message = fields.get("message")
+        raw = fields.get("raw")
+        if kind == "recv" and raw is not None and len(raw) >= SHARE_BYTES and isinstance(message, dict):
+            with _ADD_LOCK:  # the registry is the transcript's, and drivers record from several threads
+                self.shared.received(message)
         with _ADD_LOCK:
             if kind == "recv" and isinstance(message, dict) and "method" in message and "id" not in message:
                 self.notifications += 1

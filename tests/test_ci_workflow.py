@@ -47,9 +47,9 @@ def _invocations(workflow: dict) -> list[list[str]]:
     return found
 
 
-def test_the_workflow_is_valid_yaml_with_a_nightly_fuzz_and_a_release_gate():
+def test_the_workflow_is_valid_yaml_with_a_nightly_fuzz_and_a_release_comparison():
     wf = _workflow()
-    assert set(wf["jobs"]) == {"nightly-fuzz", "release-load-gate"}
+    assert set(wf["jobs"]) == {"nightly-fuzz", "release-comparison"}
     triggers = wf[True] if True in wf else wf["on"]  # YAML 1.1 reads a bare `on:` as True
     assert "schedule" in triggers and "release" in triggers
     steps = wf["jobs"]["nightly-fuzz"]["steps"]
@@ -60,7 +60,9 @@ def test_every_command_and_option_in_the_workflow_exists():
     from mcp_tempest.fuzz.cli import COMMANDS
 
     calls = _invocations(_workflow())
-    assert {c[0] for c in calls} == {"fuzz", "load"}
+    assert {c[0] for c in calls} == {"fuzz", "load", "catalogue"}
+    compared = [c for c in calls if "--compare-target" in c or "--compare" in c]
+    assert {c[0] for c in compared} == {"fuzz", "load", "catalogue"}  # the release job compares all three
     for call in calls:
         assert call[0] in COMMANDS, call
         listed = set(re.findall(r"--[a-z][a-z-]*", _help(call[0])))
