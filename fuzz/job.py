@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 import zlib
 from collections import deque
@@ -70,7 +69,7 @@ from mcp_tempest.fuzz.properties.surface import sample_value
 from mcp_tempest.fuzz.reach import Reach
 from mcp_tempest.fuzz.reach_corpus import ReachCorpus, corpus_key
 from mcp_tempest.targets import stop_request
-from mcp_tempest.targets.processes import COVERAGE_CONTEXT_VAR
+from mcp_tempest.targets.processes import coverage_context
 
 #: --guidance: "corpus" keeps examples that drew a new kind of answer in the example database and
 #: plays them first next run (fuzz/reach_corpus.py); "target" also steers Hypothesis towards them
@@ -722,27 +721,27 @@ def run_job(
         reason = NO_BUDGET_NOTE
     if reason is not None:
         return skipped_job(job, prop, ctx, sink, reason)
-    # The processes started from now on run in this property's coverage context (targets/processes.py):
-    # what each property contributed to the server's code coverage.
-    os.environ[COVERAGE_CONTEXT_VAR] = job.property
-    endpoint.prepare(prop.fresh_per_example)
-    if other is not None:
-        other[0].prepare(prop.fresh_per_example)
-    run = JobRun(job, prop, endpoint, ctx, sink, database=database, timeout=timeout, known=known,
-                 stop_on_rules=stop_on_rules, guidance=guidance, other=other)
-    sink.job_started(job)
-    ended, error = "", ""
-    try:
-        with shrink_time_limit(job.shrink_seconds):
-            for phase in run.phases(stop_on_first):
-                result = phase()
-                ended = ended if result is None else result
-                if ended not in GOES_ON:
-                    break
-    except (_Abort, _Stopped, _Halted) as exc:  # raised by a case played outside Hypothesis
-        ended = _SIGNAL_ENDINGS[type(exc)]
-    except KeyboardInterrupt:
-        raise Interrupted(run.record(ended, interrupted=True)) from None
-    except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
-        error = f"{type(exc).__name__}: {exc}"
-    return run.record(ended, error=error)
+    # The processes started during the job run in its property's coverage context
+    # (targets/processes.py): what each property contributed to the server's code coverage.
+    with coverage_context(job.property):
+        endpoint.prepare(prop.fresh_per_example)
+        if other is not None:
+            other[0].prepare(prop.fresh_per_example)
+        run = JobRun(job, prop, endpoint, ctx, sink, database=database, timeout=timeout, known=known,
+                     stop_on_rules=stop_on_rules, guidance=guidance, other=other)
+        sink.job_started(job)
+        ended, error = "", ""
+        try:
+            with shrink_time_limit(job.shrink_seconds):
+                for phase in run.phases(stop_on_first):
+                    result = phase()
+                    ended = ended if result is None else result
+                    if ended not in GOES_ON:
+                        break
+        except (_Abort, _Stopped, _Halted) as exc:  # raised by a case played outside Hypothesis
+            ended = _SIGNAL_ENDINGS[type(exc)]
+        except KeyboardInterrupt:
+            raise Interrupted(run.record(ended, interrupted=True)) from None
+        except Exception as exc:  # noqa: BLE001 - a harness bug must not lose the campaign's findings
+            error = f"{type(exc).__name__}: {exc}"
+        return run.record(ended, error=error)

@@ -347,10 +347,8 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
           probe_first: bool, isolate_network: bool = False) -> ReplayOutcome:
     from mcp_tempest.fuzz.campaign import Prepared
     from mcp_tempest.fuzz.properties.base import Context, Property, all_properties
-    from mcp_tempest.fuzz.properties.executor import HarnessError, execute
     from mcp_tempest.fuzz.properties.judging import judge_run
     from mcp_tempest.fuzz.properties.surface import Surface
-    from mcp_tempest.targets.endpoints import open_endpoint
     from mcp_tempest.targets.probe import ProbeFailure, probe
     from mcp_tempest.targets.target_spec import TargetError, parse_target
 
@@ -387,13 +385,7 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
     else:
         ctx = Context(transport=spec.transport, era="modern", fresh_processes=spec.kind != "http",
                       surface=Surface(), target=spec.text, dual=dual)
-    endpoint = open_endpoint(spec, timeout=start)
-    try:
-        run = execute(case, endpoint, reuse=False, timeout=timeout)
-    except HarnessError as exc:
-        raise ReplayUsageError(f"could not run the target {spec.text}: {exc}") from None
-    finally:
-        endpoint.close()
+    run = _run_case(case, spec, timeout, start, f"the target {spec.text}")
     if _unreachable(run.transcript):
         raise ReplayUsageError(f"could not run the target {spec.text}: every request failed to connect")
     violations = judge_run(prop, run, ctx)
@@ -405,13 +397,25 @@ def _play(doc: dict[str, Any], target_text: str, timeout: float, start: float, a
                          recorded=recorded_signature(doc), mutation=doc.get("mutation"))
 
 
+def _run_case(case: Case, spec: Any, timeout: float, start: float, what: str) -> Any:
+    """The case played once on fresh processes of `spec`; ReplayUsageError when it cannot be."""
+    from mcp_tempest.fuzz.properties.executor import HarnessError, execute
+    from mcp_tempest.targets.endpoints import open_endpoint
+
+    endpoint = open_endpoint(spec, timeout=start)
+    try:
+        return execute(case, endpoint, reuse=False, timeout=timeout)
+    except HarnessError as exc:
+        raise ReplayUsageError(f"could not run {what}: {exc}") from None
+    finally:
+        endpoint.close()
+
+
 def _compare_again(case: Case, run: Any, other_text: str, timeout: float, start: float, allow_remote: bool,
                    isolate_network: bool) -> list[Violation]:
     """A difference between targets (fuzz --compare-target) is replayed as it was found: the
     case played on the target the file recorded it was compared with, the answers compared."""
     from mcp_tempest.fuzz.differences import difference_violation, differences
-    from mcp_tempest.fuzz.properties.executor import HarnessError, execute
-    from mcp_tempest.targets.endpoints import open_endpoint
     from mcp_tempest.targets.target_spec import TargetError, parse_target
 
     try:
@@ -419,13 +423,7 @@ def _compare_again(case: Case, run: Any, other_text: str, timeout: float, start:
     except TargetError as exc:
         raise ReplayUsageError(f"the target it was compared with: {exc}") from None
     print(f"replay: comparing with the recorded other target: {visible(other.text)}")
-    endpoint = open_endpoint(other, timeout=start)
-    try:
-        other_run = execute(case, endpoint, reuse=False, timeout=timeout)
-    except HarnessError as exc:
-        raise ReplayUsageError(f"could not run the target it was compared with, {other.text}: {exc}") from None
-    finally:
-        endpoint.close()
+    other_run = _run_case(case, other, timeout, start, f"the target it was compared with, {other.text}")
     found = differences(run, other_run)
     return [difference_violation(found, run, other.text)] if found else []
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +40,22 @@ CODE_COVERAGE_VAR: Final = "MCP_TEMPEST_COVERAGE_RC"  # targets.code_coverage.RC
 # The coverage context a measured process is started in (what the harness was doing: a property's
 # name), read by its rcfile and by the fork server's children; see targets.code_coverage.
 COVERAGE_CONTEXT_VAR: Final = "MCP_TEMPEST_COVERAGE_CONTEXT"
+
+
+@contextlib.contextmanager
+def coverage_context(name: str) -> Iterator[None]:
+    """Measured processes started inside the block run in coverage context `name` (a property):
+    `spawn` and the fork server's orders read it when they start one. Restored after, so it
+    never outlives the job it names."""
+    before = os.environ.get(COVERAGE_CONTEXT_VAR)
+    os.environ[COVERAGE_CONTEXT_VAR] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(COVERAGE_CONTEXT_VAR, None)
+        else:
+            os.environ[COVERAGE_CONTEXT_VAR] = before
 _POLL_STEP: Final = 0.005
 _POLL_MAX_STEP: Final = 0.05
 
