@@ -11,8 +11,11 @@ stays the one parser and validator, and the precedence is simply:
 
 Keys are option names without the dashes (`max-examples`, or `max_examples`); an environment
 variable is the key upper-cased with `_` (MCP_TEMPEST_MAX_EXAMPLES). A key applies to a command
-only if that command has the option, so `[tool.mcp-tempest] target = ...` serves fuzz, probe and
-load alike. Options of one mutually exclusive budget (`max-examples`, `duration`) count as one:
+only if that command has the option, so `[tool.mcp-tempest] target = ...` serves fuzz, probe,
+catalogue and load alike. Every command with options takes them this way, except the few options
+that pick a one-off action (`--list`) or, in replay, what the reproduction file records
+(COMMAND_LINE_ONLY). A table for no command (`[tool.mcp-tempest.fuz]`) is an error, like a key
+no command has: configuration that silently does nothing is a CI gate that never gates. Options of one mutually exclusive budget (`max-examples`, `duration`) count as one:
 the highest layer that sets either wins. pyproject.toml is the first one found from the current
 directory upwards.
 """
@@ -36,10 +39,23 @@ TABLE = "mcp-tempest"
 EXCLUSIVE = (frozenset({"max-examples", "duration"}), frozenset({"database", "no-database"}))
 # The commands that take configuration, and where their parsers are built (one list: fuzz/cli.py
 # reads it too). A shared key or variable must be an option of at least one of them.
-CONFIGURABLE: dict[str, tuple[str, str]] = {
+CONFIGURABLE: dict[str, tuple[str, str]] = {  # cheapest to import first: see _serves_some_command
+    "serve": ("mcp_tempest.targets.reference.cli", "_parser"),
+    "fuzz-client": ("mcp_tempest.fuzz.client.command", "build_parser"),
+    "load": ("mcp_tempest.load.runner", "build_parser"),
     "fuzz": ("mcp_tempest.fuzz.campaign_command", "build_parser"),
     "replay": ("mcp_tempest.fuzz.replay", "build_parser"),
-    "load": ("mcp_tempest.load.runner", "build_parser"),
+    "catalogue": ("mcp_tempest.fuzz.catalogue_command", "build_parser"),
+    "probe": ("mcp_tempest.targets.probe", "build_parser"),
+    "frames": ("mcp_tempest.strategies.frames_command", "_parser"),
+}
+# Options configuration never sets: a listing that replaces the command's work, and what a replay
+# takes from its file (a shared `target` or `client` must not redirect it).
+COMMAND_LINE_ONLY: dict[str, frozenset[str]] = {
+    "fuzz": frozenset({"list-properties"}),
+    "replay": frozenset({"target", "compare-target", "client"}),
+    "frames": frozenset({"list"}),
+    "serve": frozenset({"list-bugs"}),
 }
 TRUE, FALSE = "true", "false"
 
@@ -48,10 +64,10 @@ def not_options() -> frozenset[str]:
     """MCP_TEMPEST_* variables that are not options: what the harness hands its own children
     (the owner tag, the --header templates, the fork-server switch) and STATE_KEY, the shared
     requestState key the example servers under tests/servers/ read. Imported only when needed."""
-    from mcp_tempest.targets import extra_headers, fork_server, ownership
+    from mcp_tempest.targets import extra_headers, fork_server, ownership, processes
 
     return frozenset({ownership.TAG_VAR, extra_headers.HEADERS_ENV, fork_server.DISABLE_VAR,
-                      f"{ENV_PREFIX}STATE_KEY"})
+                      processes.CODE_COVERAGE_VAR, processes.COVERAGE_CONTEXT_VAR, f"{ENV_PREFIX}STATE_KEY"})
 
 
 class ConfigError(Exception):
@@ -70,12 +86,14 @@ def _norm(key: str) -> str:
     return key.strip().lower().replace("_", "-")
 
 
-def _options_of(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """`key -> action` for every long option the parser has (`--max-examples` -> `max-examples`)."""
+def _options_of(parser: argparse.ArgumentParser, command: str = "") -> dict[str, argparse.Action]:
+    """`key -> action` for every long option of the parser that `command` takes from configuration
+    (`--max-examples` -> `max-examples`)."""
     found: dict[str, argparse.Action] = {}
+    skip = COMMAND_LINE_ONLY.get(command, frozenset())
     for action in parser._actions:  # argparse has no public list of its options
         for flag in action.option_strings:
-            if flag.startswith("--") and flag not in ("--help", "--version"):
+            if flag.startswith("--") and flag not in ("--help", "--version") and flag[2:] not in skip:
                 found[flag[2:]] = action
     return found
 
@@ -102,6 +120,9 @@ def _pyproject_layers(command: str, cwd: Path) -> list[Layer]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     tools = data.get("tool", {})
+    for table_name in (TABLE, renamed.OLD_TABLE):
+        if isinstance(tools.get(table_name), dict):
+            _check_tables(path, table_name, tools[table_name])
     name = TABLE
     if TABLE not in tools and renamed.OLD_TABLE in tools:  # a config from before the rename
         name = renamed.OLD_TABLE
@@ -117,6 +138,23 @@ def _pyproject_layers(command: str, cwd: Path) -> list[Layer]:
     return [(f"{where}.{command}]", own, True), (f"{where}]", shared, False)]
 
 
+def _check_tables(path: Path, name: str, table: dict[str, Any]) -> None:
+    """Every sub-table names a command that takes configuration (or is the tool-args table, which
+    fuzz/tool_args.py reads); else it would be dropped unread."""
+    from mcp_tempest.fuzz import tool_args
+    from mcp_tempest.fuzz.cli import COMMANDS
+
+    for command, value in table.items():
+        if not isinstance(value, dict) or command in CONFIGURABLE or command == tool_args.KEY:
+            continue
+        where = f"{path} [tool.{name}.{command}]"
+        if command in COMMANDS:
+            raise ConfigError(f"{where}: mcp-tempest {command} takes its options from the command line only")
+        near = difflib.get_close_matches(command, [*CONFIGURABLE, tool_args.KEY], n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}?" if near else f" (tables: {', '.join([*CONFIGURABLE, tool_args.KEY])})"
+        raise ConfigError(f"{where}: no mcp-tempest command is called {command}{hint}")
+
+
 def _prefix_of(command: str) -> str:
     return f"{ENV_PREFIX}{command.upper().replace('-', '_')}_"
 
@@ -128,20 +166,34 @@ def _env_layers(command: str, environ: Mapping[str, str]) -> list[Layer]:
     if mine:
         skip = not_options()
         mine = [k for k in mine if k not in skip]
-    own = {k[len(specific):]: environ[k] for k in mine if k.startswith(specific)}
+    # MCP_TEMPEST_FUZZ_CLIENT_SEED is fuzz-client's, not fuzz's option CLIENT_SEED
+    own = {k[len(specific):]: environ[k] for k in mine
+           if k.startswith(specific) and not any(k.startswith(o) for o in others if len(o) > len(specific))}
     # Another command's own variables (MCP_TEMPEST_LOAD_USERS) are that command's business.
     shared = {k[len(ENV_PREFIX):]: environ[k] for k in mine
               if not k.startswith(specific) and not any(k.startswith(o) for o in others)}
     return [(f"${specific}*", own, True), (f"${ENV_PREFIX}*", shared, False)]
 
 
-def _all_options() -> dict[str, set[str]]:
-    """key -> the configurable commands that have it (built only when a key is not this command's)."""
-    found: dict[str, set[str]] = {}
-    for name, (module, builder) in CONFIGURABLE.items():
-        for key in _options_of(getattr(importlib.import_module(module), builder)()):
-            found.setdefault(key, set()).add(name)
-    return found
+_built: dict[str, frozenset[str]] = {}
+
+
+def _configurable_keys(command: str) -> frozenset[str]:
+    """The keys `command` takes, its parser built (and its module imported) only on first need."""
+    if command not in _built:
+        module, builder = CONFIGURABLE[command]
+        _built[command] = frozenset(_options_of(getattr(importlib.import_module(module), builder)(), command))
+    return _built[command]
+
+
+def _serves_some_command(key: str) -> bool:
+    """Whether another command takes `key`, stopping at the first that does: `mcp-tempest serve`
+    started under MCP_TEMPEST_TARGET should not import every other command to learn it."""
+    return any(key in _configurable_keys(name) for name in CONFIGURABLE)
+
+
+def _all_keys() -> list[str]:
+    return sorted({key for name in CONFIGURABLE for key in _configurable_keys(name)})
 
 
 def _unknown(source: str, key: str, valid: Sequence[str], *, env: bool, what: str) -> ConfigError:
@@ -209,14 +261,13 @@ def apply_config(command: str, argv: Sequence[str], parser: argparse.ArgumentPar
     """`argv` with the configured options in front, highest layer first among the configured ones."""
     environ = dict(os.environ if environ is None else environ)
     renamed.adopt_old_environment(environ)  # the old prefix still reads, with a warning
-    options = _options_of(parser)
+    options = _options_of(parser, command)
     taken = _given_on_command_line(argv)
     for group in EXCLUSIVE:
         if taken & group:
             taken |= group
     layers = _env_layers(command, environ) + _pyproject_layers(command, cwd or Path.cwd())
     prefix: list[str] = []
-    everywhere: dict[str, set[str]] | None = None
     for label, values, own in layers:
         chosen: set[str] = set()
         for raw_key, value in values.items():
@@ -224,12 +275,13 @@ def apply_config(command: str, argv: Sequence[str], parser: argparse.ArgumentPar
             env = label.endswith("*")
             source = label.replace("*", raw_key) if env else f"{label} {raw_key}"
             if key not in options:
+                if own and key in _options_of(parser):
+                    raise ConfigError(f"{source}: --{key} of mcp-tempest {command} is given on the command line only")
                 if own:  # a command's own table or variable naming an option it lacks is a typo
                     raise _unknown(source, key, sorted(options), env=env,
                                    what=f"mcp-tempest {command} has no option --{key}")
-                everywhere = everywhere if everywhere is not None else _all_options()
-                if key not in everywhere:  # a shared key must serve some command
-                    raise _unknown(source, key, sorted(everywhere), env=env,
+                if not _serves_some_command(key):  # a shared key must serve some command
+                    raise _unknown(source, key, _all_keys(), env=env,
                                    what=f"no mcp-tempest command has an option --{key}")
                 continue  # a shared key serves the commands that have that option
             if key in taken:

@@ -506,8 +506,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"probe: {message} (see --help)\n")
 
 
-def probe_main(argv: list[str]) -> int:
-    """`mcp-tempest probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
+def build_parser() -> argparse.ArgumentParser:
+    """probe's options, built apart from probe_main so that fuzz/config.py can read them."""
     parser = _Parser(
         prog="mcp-tempest probe",
         description="Report which MCP era a server speaks and what it lists (DIGEST 5.3).",
@@ -525,7 +525,12 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--isolate-network", action="store_true",
                         help="start each server in a network namespace of its own with only a loopback, so a tool that "
                              "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def probe_main(argv: list[str]) -> int:
+    """`mcp-tempest probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
+    args = build_parser().parse_args(argv)
     try:
         validate.seconds(args.timeout, "--timeout")
         budget = budget_from_args(args)

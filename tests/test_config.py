@@ -64,7 +64,8 @@ def test_a_budget_set_higher_up_replaces_the_other_kind_of_budget_below(tmp_path
 def test_no_configuration_changes_nothing(tmp_path: Path):
     # the variables the harness hands its own children, and another command's own ones, are not ours
     env = {"PATH": "/bin", "MCP_TEMPEST_OWNER": "1.2", "MCP_TEMPEST_NO_FORK_SERVER": "1",
-           "MCP_TEMPEST_LOAD_USERS": "3", "MCP_TEMPEST_STATE_KEY": "k"}
+           "MCP_TEMPEST_LOAD_USERS": "3", "MCP_TEMPEST_STATE_KEY": "k", "MCP_TEMPEST_COVERAGE_RC": "rc",
+           "MCP_TEMPEST_COVERAGE_CONTEXT": "c"}
     assert _apply(["--seed", "1"], env, tmp_path, "[project]\n") == ["--seed", "1"]
 
 
@@ -144,3 +145,63 @@ def test_version_on_every_command(tmp_path: Path):
         proc = _run(tmp_path, *([command] if command else []), "--version")
         assert proc.returncode == 0, (command, proc.stderr)
         assert proc.stdout.startswith("mcp-tempest ") and "Hypothesis" in proc.stdout, command
+
+
+# --- every command with options takes them the same way (issue 32) ---
+
+
+def _apply_to(command: str, argv: list[str], env: dict[str, str], tmp_path: Path, pyproject: str) -> list[str]:
+    import importlib
+
+    from mcp_tempest.fuzz.config import CONFIGURABLE
+
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    module, builder = CONFIGURABLE[command]
+    return apply_config(command, argv, getattr(importlib.import_module(module), builder)(), environ=env, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("config", "env", "argv", "status"), [
+    ("[tool.mcp-tempest.catalogue]\nmax-tokens = 5\n", {}, [], 1),
+    ("[project]\n", {"MCP_TEMPEST_MAX_TOKENS": "5"}, [], 1),
+    ("[tool.mcp-tempest.catalogue]\nmax-tokens = 5\n", {}, ["--max-tokens", "100000"], 0),
+])
+def test_a_catalogue_budget_from_config_or_environment_gates_the_run(
+        tmp_path: Path, config: str, env: dict[str, str], argv: list[str], status: int):
+    (tmp_path / "pyproject.toml").write_text(config)
+    proc = _run(tmp_path, "catalogue", "--no-drift", "--out", str(tmp_path / "out"), *argv, env=env)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert ("--max-tokens 5" in proc.stderr) == (status == 1)
+
+
+def test_probe_takes_its_target_from_the_environment(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    proc = _run(tmp_path, "probe", env={"MCP_TEMPEST_TARGET": "stdio:/nonexistent/server"})
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "/nonexistent/server" in proc.stderr
+
+
+def test_a_table_for_no_command_is_an_error_with_the_nearest_command(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.mcp-tempest.fuz]\nseed = 1\n")
+    proc = _run(tmp_path, "probe", "--target", "stdio:/nonexistent/server")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+    assert "[tool.mcp-tempest.fuz]: no mcp-tempest command is called fuz; did you mean fuzz?" in proc.stderr
+    tool_args = '[tool.mcp-tempest.tool-args.echo]\ntext = ["hi"]\n'  # not a command: fuzz/tool_args.py reads it
+    assert _apply([], {}, tmp_path, tool_args) == []
+    with pytest.raises(ConfigError, match=r"auth-server\]: .*command line only"):
+        _apply([], {}, tmp_path, "[tool.mcp-tempest.auth-server]\nport = 1\n")
+
+
+def test_each_command_checks_its_own_table_and_takes_shared_keys_it_has(tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"\[tool.mcp-tempest.catalogue\] max-tokenz: .*did you mean max-tokens\?$"):
+        _apply_to("catalogue", [], {}, tmp_path, "[tool.mcp-tempest.catalogue]\nmax-tokenz = 5\n")
+    shared = '[tool.mcp-tempest]\ntarget = "stdio:python s.py"\nseed = 3\ntimeout = 2\n'
+    assert _apply_to("probe", [], {}, tmp_path, shared) == ["--target", "stdio:python s.py", "--timeout", "2"]
+    assert _apply_to("frames", [], {}, tmp_path, shared) == ["--seed", "3"]
+    assert _apply_to("serve", [], {"MCP_TEMPEST_SERVE_PORT": "8123"}, tmp_path, shared) == ["--port", "8123"]
+    # a replay runs what its file recorded: a configured target does not redirect it
+    assert _apply_to("replay", ["r.json"], {}, tmp_path, shared) == ["--timeout", "2", "r.json"]
+    with pytest.raises(ConfigError, match="--list of mcp-tempest frames is given on the command line only"):
+        _apply_to("frames", [], {}, tmp_path, "[tool.mcp-tempest.frames]\nlist = true\n")
+    # fuzz-client's own variables are not fuzz's, though one name starts with the other
+    assert _apply([], {"MCP_TEMPEST_FUZZ_CLIENT_CLIENT": "x"}, tmp_path, "[project]\n") == []
