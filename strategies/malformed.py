@@ -489,6 +489,20 @@ def _name_bad_base64(draw: Draw, base: dict[str, Any], headers: dict[str, str]) 
     headers[p.H_NAME] = "=?base64?" + draw(st.sampled_from(_BAD_BASE64)) + "?="
 
 
+#: The mirrored headers (DIGEST 7.2) whose values a server compares with the body.
+_MIRRORED = (p.H_PROTOCOL_VERSION, p.H_METHOD, p.H_NAME)
+
+
+def _pad_values(draw: Draw, base: dict[str, Any], headers: dict[str, str]) -> None:
+    """Optional whitespace (SP / HTAB, RFC 9110 §5.5) around every mirrored value, never a changed
+    value. Always some after it: common HTTP parsers drop the leading part but keep the trailing one."""
+    for name in [*_MIRRORED, *(k for k in headers if k.startswith("Mcp-Param-"))]:
+        if name in headers:
+            before = draw(st.sampled_from(["", " ", "  ", "\t"]))
+            after = draw(st.sampled_from([" ", "  ", "\t", " \t "]))
+            headers[name] = before + headers[name] + after
+
+
 def _session_id(draw: Draw, base: dict[str, Any], headers: dict[str, str]) -> None:
     headers[p.H_SESSION_ID] = draw(st.text(alphabet="0123456789abcdef", min_size=8, max_size=32))
 
@@ -826,6 +840,11 @@ _CATALOGUE: tuple[Mutation, ...] = (
        _headers(_name_mismatch), methods=_NEEDS_NAME),
     _m("hdr-name-bad-base64", "HDR-06", "http", "headers", "Mcp-Name is a base64 sentinel that does not decode",
        _HEADER, _headers(_name_bad_base64), methods=_NEEDS_NAME),
+    _m("hdr-value-whitespace", "HDR-03", "http", "headers",
+       "valid mirrored header values padded with spaces and tabs (optional whitespace, RFC 9110 §5.5)",
+       _reaction(AS_VALID, note="the padding is not part of the value, so the values match the body: serve it; "
+                 "-32020 for it is an HDR-03 deviation (judged by the HDR-03 rule)"),
+       _headers(_pad_values)),
     _m("hdr-content-type-wrong", "HTTP-04", "http", "headers", "Content-Type is not application/json",
        _reaction(ERROR_OR_AS_VALID, statuses=frozenset({400, 406, 415}), strength="HEURISTIC"),
        _headers(_replace(p.H_CONTENT_TYPE, st.sampled_from(["text/plain", "application/x-www-form-urlencoded"])))),

@@ -236,6 +236,9 @@ def claims_modern_era(msg: Any) -> bool:
 
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
+# Optional whitespace around a field value (RFC 9110 §5.5): not part of the value, so a
+# receiver trims it before comparing; a value that really has it travels base64 (HDR-06).
+OWS: Final = " \t"
 _SAFE_HEADER_VALUE: Final = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?\Z")
 
 

@@ -37,6 +37,8 @@ FOUNDATION_SCENARIOS = (
     "caching",
     "dns-rebinding-protection",
     "sep-2164-resource-not-found",
+    # SEP-2243 header checks, including optional whitespace around a value (RFC 9110 §5.5, issue 32)
+    "http-header-validation",
 )
 
 

@@ -1,7 +1,7 @@
 """The official MCP conformance suite passes against `mcp-tempest serve --transport http`.
 
-The four scenarios the project relies on (server-stateless, caching, dns-rebinding-protection,
-sep-2164-resource-not-found) run through `tests/conformance.py`. The fixture tools they call
+The scenarios the project relies on (server-stateless, caching, dns-rebinding-protection,
+sep-2164-resource-not-found, http-header-validation) run through `tests/conformance.py`. The fixture tools they call
 (`test_missing_capability`, `test_streaming_elicitation`, `test_logging_tool`) are part of the
 reference server's tool list. Slow (a Node process per scenario), but CI runs it.
 """

@@ -320,6 +320,14 @@ def param_header_unchecked(db: Path, bugs: tuple[str, ...]) -> bool:
         return resp.status == 200
 
 
+def header_whitespace_refused(db: Path, bugs: tuple[str, ...]) -> bool:
+    msg = req(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    with _http(db, bugs) as h:
+        # Optional whitespace around the values (RFC 9110 §5.5) is not part of them: HDR-03 has them match.
+        resp = h.post(msg, headers={"Mcp-Method": "tools/call \t", "Mcp-Name": "  echo  "})
+        return resp.status == 400 and resp.message["error"]["code"] == wire.HEADER_MISMATCH
+
+
 def cancel_echo(db: Path, bugs: tuple[str, ...]) -> bool:
     with _stdio(db, bugs) as s:
         s.send(wire.build_notification("notifications/cancelled", {"requestId": 99}))
@@ -391,6 +399,7 @@ CHECKS: dict[str, Check] = {
     "log-below-level": log_below_level,
     "client-info-required": client_info_required,
     "param-header-unchecked": param_header_unchecked,
+    "header-whitespace-refused": header_whitespace_refused,
     "cancel-echo": cancel_echo,
     "listen-id-as-string": listen_id_as_string,
     "listen-end-id-as-string": listen_end_id_as_string,
@@ -423,3 +432,57 @@ def test_mutant_shows_its_deviation_and_reference_does_not(name: str, tmp_path: 
         reference = pool.submit(check, tmp_path / "reference.sqlite3", ())
         assert mutant.result() is True, f"{name} did not deviate"
         assert reference.result() is False, f"reference server deviates like {name}"
+
+
+def test_list_bugs_says_what_each_bug_does_and_the_transport_it_needs() -> None:
+    """A newcomer picks a bug from this list: each line names the transport it shows over."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", "serve", "--list-bugs"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stderr == ""
+    rows = [line.split("\t") for line in run.stdout.splitlines()]
+    assert [row[0] for row in rows] == list(MUTANTS) and all(len(row) == 4 for row in rows)
+    for name, rules, transport, description in rows:
+        mutant = MUTANTS[name]
+        assert rules == ",".join(mutant.rules) and description == mutant.description and description
+        assert transport == {"any": "both"}.get(mutant.transport, mutant.transport)
+    assert ["cross-wired-ids", "RPC-06", "http"] in [row[:3] for row in rows]
+
+
+def test_fuzzing_a_mutant_over_a_transport_where_it_cannot_show_says_so(tmp_path: Path) -> None:
+    """cross-wired-ids shows only over HTTP: a stdio campaign on it would end in 0 findings and exit 0
+    with no word why; the run says so up front. A bug that can show gets no such line."""
+    import subprocess
+    import sys
+
+    def fuzz(bug: str) -> str:
+        target = f"stdio:{sys.executable} -m mcp_tempest.targets.reference --db {tmp_path / 'n.sqlite3'} --bug {bug}"
+        run = subprocess.run([sys.executable, "-m", "mcp_tempest.fuzz.cli", "fuzz", "--target", target,
+                              "--properties", "valid", "--max-examples", "1", "--seed", "1", "--no-database",
+                              "--no-coverage", "--progress", "never", "--out", str(tmp_path / bug)],
+                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr[-2000:]
+        return run.stdout
+
+    out = fuzz("cross-wired-ids").splitlines()
+    note = "note: bug cross-wired-ids shows only over http; this run uses stdio"
+    assert note in out and out.index(note) < next(i for i, line in enumerate(out) if line.startswith("fuzz: seed"))
+    assert not [line for line in fuzz("missing-result-type").splitlines() if line.startswith("note: bug")]
+
+
+@pytest.mark.parametrize(("argv", "transport", "expected"), [
+    (["mcp-tempest", "serve", "--transport", "http", "--port", "{port}", "--bug", "stdout-log"], "http",
+     ["bug stdout-log shows only over stdio; this run uses http"]),
+    (["/venv/bin/mcp-tempest", "serve", "--bug=cross-wired-ids", "--bug", "null-id-accepted"], "stdio",
+     ["bug cross-wired-ids shows only over http; this run uses stdio"]),
+    (["python", "-m", "mcp_tempest.targets.reference", "--bug", "slow-leak"], "stdio",
+     ["bug slow-leak is found by `mcp-tempest load`, not by a fuzz campaign"]),
+    (["my-server", "--bug", "cross-wired-ids"], "stdio", []),  # another server's flag is its own
+])
+def test_campaign_notes_read_the_reference_command_line(argv: list[str], transport: str,
+                                                        expected: list[str]) -> None:
+    from mcp_tempest.targets.mutants import campaign_notes
+
+    assert campaign_notes(argv, transport) == expected

@@ -57,6 +57,7 @@ PLAN: dict[str, tuple[str, str, int, str]] = {
     "log-below-level": ("stdio", "valid", 20, ""),
     "client-info-required": ("stdio", "history", 20, ""),
     "param-header-unchecked": ("http", "framing", 20, "hdr-param-*"),
+    "header-whitespace-refused": ("http", "framing", 20, "hdr-value-whitespace"),
     "cancel-echo": ("stdio", "valid", 20, ""),
     "listen-id-as-string": ("stdio", "valid", 20, ""),
     "listen-end-id-as-string": ("stdio", "valid", 20, ""),
@@ -74,7 +75,7 @@ def listed_bugs() -> dict[str, set[str]]:
                          timeout=60, check=True).stdout
     bugs: dict[str, set[str]] = {}
     for line in out.splitlines():
-        name, _, rules = line.strip().partition("\t")
+        name, rules = (line.strip().split("\t") + [""])[:2]  # name, rule ids, transport, description
         if name:
             bugs[name] = {r.strip() for r in rules.replace(",", " ").split() if r.strip()}
     return bugs

@@ -234,6 +234,8 @@ def _analyze_retry(official, frame: dict[str, Any], context: dict[str, Any], fou
 
 
 def _analyze_headers(frame: Any, headers: dict[str, str], found: set[str]) -> None:
+    # Optional whitespace around a value is not part of it (RFC 9110 §5.5): compare without it.
+    headers = {k: v.strip(" \t") for k, v in headers.items()}
     if headers.get(p.H_CONTENT_TYPE) != p.CONTENT_TYPE_VALUE:
         found.add("HTTP-04")
     accept = headers.get(p.H_ACCEPT, "")
@@ -305,7 +307,8 @@ def analyze(official, case, view: str) -> set[str]:
 
 # -- the per-kind property ------------------------------------------------------------------------
 
-TO_SERVER = [m for m in MUTATIONS if MUTATIONS[m].name not in ("oversized-frame", "huge-frame")]  # valid frames, only large
+# valid frames, only large or with padded header values (test_padded_header_values_break_nothing)
+TO_SERVER = [m for m in MUTATIONS if MUTATIONS[m].name not in ("oversized-frame", "huge-frame", "hdr-value-whitespace")]
 
 
 @pytest.mark.parametrize("name", TO_SERVER)
@@ -377,7 +380,7 @@ def test_catalogue_covers_the_issue_and_names_real_rules():
         "state-tampered", "state-truncated", "state-forged", "state-foreign", "responses-wrong-shape",
         "responses-wrong-key", "retry-reuses-id", "hdr-version-missing", "hdr-version-mismatch", "hdr-method-missing",
         "hdr-method-mismatch", "hdr-name-missing", "hdr-name-mismatch", "hdr-name-bad-base64",
-        "hdr-content-type-wrong", "hdr-accept-missing", "hdr-session-id", "hdr-origin-foreign",
+        "hdr-content-type-wrong", "hdr-accept-missing", "hdr-session-id", "hdr-origin-foreign", "hdr-value-whitespace",
         "result-missing-resulttype", "result-unknown-resulttype",
     }
     assert required <= set(MUTATIONS)
@@ -393,6 +396,23 @@ def test_catalogue_covers_the_issue_and_names_real_rules():
                 assert f"| {rule} |" in text, f"{row['name']}: {rule} is not a DIGEST rule id"
     assert all(MUTATIONS[n].transport != "stdio" for n in mutation_names(transport="http"))
     assert all(MUTATIONS[n].transport != "http" for n in mutation_names(transport="stdio"))
+
+
+def test_padded_header_values_break_nothing(official):
+    """`hdr-value-whitespace` is a valid request whose mirrored values carry optional whitespace:
+    once it is trimmed nothing is wrong, and every mirrored header it sent is padded."""
+    @FAST
+    @given(malformed_case("hdr-value-whitespace", schema_source=official))
+    def check(case):
+        assert analyze(official, case, "body") == set() and analyze(official, case, "http") == set()
+        headers = case.http_headers[0]
+        mirrored = [h for h in (p.H_PROTOCOL_VERSION, p.H_METHOD, p.H_NAME) if h in headers]
+        assert p.H_PROTOCOL_VERSION in mirrored and p.H_METHOD in mirrored
+        for name in mirrored:
+            value = headers[name]
+            assert value != value.rstrip(" \t") and value.strip(" \t") == hh.request_headers(case.base)[name]
+
+    check()
 
 
 def test_header_mutations_only_start_from_methods_that_have_the_header(official):

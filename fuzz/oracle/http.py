@@ -18,7 +18,7 @@ from mcp_tempest.fuzz.oracle.model import BOTH_ERAS, Violation, rule
 from mcp_tempest.targets import wire
 
 _VISIBLE_ASCII: Final = re.compile(r"[\x20-\x7e]*\Z")
-_OWS: Final = " \t"
+_OWS: Final = wire.OWS
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,26 @@ def header_defects(pair: Pair) -> list[HeaderDefect]:
     return out
 
 
+def padded_values(pair: Pair) -> list[str]:
+    """The mirrored headers of a request whose values carry optional whitespace (RFC 9110 §5.5).
+
+    Only when the oracle can vouch for every mirrored header: the body names its version, the
+    version header is there, and no `Mcp-Param-*` header is sent (whether those match depends on
+    the tool's schema, which a transcript does not hold). Then a -32020 can only be about the padding.
+    """
+    headers = pair.headers
+    if headers is None or not isinstance(pair.sent.version, str) or header(headers, "MCP-Protocol-Version") is None:
+        return []
+    if any(name.lower().startswith("mcp-param-") for name in headers):
+        return []
+    out = []
+    for name in ("MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"):
+        value = header(headers, name)
+        if value is not None and value != value.strip(_OWS):
+            out.append(name)
+    return out
+
+
 def _judge_defect(x: Exchange, rule_id: str) -> list[Violation]:
     """A request with a header defect must be rejected: 400 with -32020, or another listed error
     matching another defect it may also have (DIGEST 2, last paragraph)."""
@@ -113,7 +133,7 @@ def hdr_02(x: Exchange) -> list[Violation]:
 
 
 @rule("HDR-03", "MUST", "a header differing from the body or with invalid characters gets 400 and -32020; "
-      "-32020 always comes with 400")
+      "-32020 always comes with 400; a value matching once its optional whitespace is trimmed is not refused")
 def hdr_03(x: Exchange) -> list[Violation]:
     out = _judge_defect(x, "HDR-03")
     if not x.transport.http_semantics:
@@ -121,8 +141,14 @@ def hdr_03(x: Exchange) -> list[Violation]:
     for pair in x.pairs:
         if pair.sent.legacy or header_defects(pair):
             continue  # the defect rules above judge the status of those
+        padded = padded_values(pair)
         for i, said in x.answers(pair):
             status = x.events[i].status
+            if said.code == wire.HEADER_MISMATCH and padded:
+                out.append(Violation("HDR-03", "MUST", "header values with optional whitespace refused with -32020",
+                                     f"{', '.join(padded)} match the body once the spaces and tabs around them "
+                                     "are trimmed, as RFC 9110 §5.5 has a server do", pair.method, i))
+                continue
             if said.code == wire.HEADER_MISMATCH and status is not None and status != 400:
                 out.append(Violation("HDR-03", "MUST", f"-32020 sent with HTTP {status}, not 400",
                                      "DIGEST 7.5: a header error is 400", pair.method, i))

@@ -12,8 +12,9 @@ never drift away from the server it mutates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final, Literal
 
 
@@ -104,6 +105,9 @@ _ALL: Final[tuple[Mutant, ...]] = (
            "tools/call fails with -32603 when the request carries no clientInfo (an audit log reads its name)"),
     Mutant("param-header-unchecked", ("HDR-08",), "http",
            "Mcp-Param-* headers are never checked: a tools/call without one, or with another value, is served"),
+    Mutant("header-whitespace-refused", ("HDR-03",), "http",
+           "header values are compared with the body without trimming optional whitespace (RFC 9110 §5.5), "
+           "so a request whose Mcp-Method or MCP-Protocol-Version ends in a space is refused with -32020"),
     Mutant("cancel-echo", ("CAN-06",), "stdio",
            "a client's notifications/cancelled is acknowledged with a notifications/cancelled of the server's own"),
     Mutant("listen-id-as-string", ("SUB-04",), "any",
@@ -170,6 +174,44 @@ def found_by(command: Literal["fuzz", "load", "catalogue", "reach"]) -> list[str
     return [m.name for m in _ALL if m.found_by == command]
 
 
+def transport_label(mutant: Mutant) -> str:
+    """The transport a campaign must use to see the bug, in words a user types (`--transport`)."""
+    return "both" if mutant.transport == "any" else mutant.transport
+
+
 def list_lines() -> list[str]:
-    """`name<TAB>rule ids` lines, the `--list-bugs` output (rule ids comma-separated)."""
-    return [f"{m.name}\t{','.join(m.rules)}" for m in _ALL]
+    """The `--list-bugs` output: `name<TAB>rule ids<TAB>transport<TAB>description` lines (rule ids
+    comma-separated; transport stdio, http or both), so a newcomer picks a bug that can show over the
+    transport they fuzz, and a script still reads the first two columns."""
+    return [f"{m.name}\t{','.join(m.rules)}\t{transport_label(m)}\t{m.description}" for m in _ALL]
+
+
+def _reference_bugs(argv: Sequence[str]) -> list[str]:
+    """The `--bug` names of a command line that starts the reference server (`mcp-tempest serve`,
+    `python -m mcp_tempest.targets.reference`); none for any other command, whose flags are its own."""
+    words = list(argv)
+    is_reference = any(
+        (Path(word).name.startswith("mcp-tempest") and words[i + 1:i + 2] == ["serve"])
+        or (word == "-m" and words[i + 1:i + 2] == ["mcp_tempest.targets.reference"])
+        or (word == "-m" and words[i + 1:i + 3] == ["mcp_tempest.fuzz.cli", "serve"])
+        for i, word in enumerate(words))
+    if not is_reference:
+        return []
+    bugs = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--bug"]
+    return bugs + [word.partition("=")[2] for word in words if word.startswith("--bug=")]
+
+
+def campaign_notes(argv: Sequence[str], transport: str) -> list[str]:
+    """Why a fuzz campaign on the reference server with `--bug X` cannot show X, said before it runs:
+    a bug of the other transport, or one another command finds, otherwise ends in 0 findings and
+    exit 0 with no word why."""
+    notes = []
+    for name in _reference_bugs(argv):
+        mutant = MUTANTS.get(name)
+        if mutant is None:
+            continue
+        if mutant.transport not in ("any", transport):
+            notes.append(f"bug {name} shows only over {mutant.transport}; this run uses {transport}")
+        elif mutant.found_by in ("load", "catalogue"):
+            notes.append(f"bug {name} is found by `mcp-tempest {mutant.found_by}`, not by a fuzz campaign")
+    return notes

@@ -382,7 +382,9 @@ class Core:
             if method == "tools/call" and "param-header-unchecked" not in self.bugs:
                 # (the mutant trusts the body and never looks at Mcp-Param-* headers: HDR-08)
                 paths = catalog.TOOL_HEADER_PATHS.get(params.get("name"))  # type: ignore[arg-type]
-            problem = header_problem(http.headers, method, params, version, paths)
+            # (the mutant compares header values with their optional whitespace: HDR-03)
+            problem = header_problem(http.headers, method, params, version, paths,
+                                     trim_ows="header-whitespace-refused" not in self.bugs)
             if problem is not None:
                 raise RpcError(HEADER_MISMATCH, "Header mismatch: " + problem)
         if version not in _SUPPORTED:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mcp_tempest.targets.wire import NAME_HEADER_FIELD, decode_header_value, header_scalar
+from mcp_tempest.targets.wire import NAME_HEADER_FIELD, OWS, decode_header_value, header_scalar
 
 
 def _printable(value: str) -> bool:
@@ -41,8 +41,17 @@ def header_problem(
     params: Mapping[str, Any],
     body_version: str,
     param_paths: Mapping[str, tuple[str, ...]] | None,
+    *,
+    trim_ows: bool = True,
 ) -> str | None:
-    """Why the request's headers do not match its body (-32020), or None when they do."""
+    """Why the request's headers do not match its body (-32020), or None when they do.
+
+    Optional whitespace around a value is not part of it (RFC 9110 §5.5), so it is trimmed before
+    any comparison: `Mcp-Name:  echo ` names `echo`. (The HTTP parser drops the leading part, not
+    the trailing one.) `trim_ows=False` is the `header-whitespace-refused` mutant.
+    """
+    if trim_ows:
+        headers = {k: v.strip(OWS) for k, v in headers.items()}
     version = headers.get("mcp-protocol-version")
     if version is None:
         return "missing MCP-Protocol-Version header"
