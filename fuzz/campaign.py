@@ -60,6 +60,7 @@ from mcp_tempest.targets import stop_request
 from mcp_tempest.targets.target_spec import TargetSpec, parse_target
 
 if TYPE_CHECKING:
+    from mcp_tempest.fuzz.catalogue import Catalogue
     from mcp_tempest.targets.probe import ProbeResult
 
 DEFAULT_MAX_EXAMPLES = 200
@@ -87,9 +88,11 @@ class Prepared:
     detail: str = ""
     mutations: tuple[str, ...] = ()
     dual: bool = False  # the probe found both eras (see Context.dual)
-    # The era probe's reading of the catalogue (every list, every page): the report's catalogue
-    # section is measured from it, no request of its own. Not carried to worker processes.
-    probed: ProbeResult | None = None
+    # What the era probe's reading of the catalogue (every list, every page) costs, measured in
+    # prepare_target (no request of its own), and its definitions as JSON text for findings.json;
+    # the parsed lists themselves are let go there. Not carried to worker processes.
+    catalogue: Catalogue | None = None
+    definitions: Any = None
     discover: dict[str, Any] | None = None  # see Context.discover
     # What the era probe's reading of the catalogue itself broke (a pagination loop), for the
     # campaign to file. Not carried to worker processes either.
@@ -244,6 +247,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
             "initialize handshake); mcp-tempest fuzz judges 2026-07-28 servers and will not judge a "
             "legacy server by modern rules. `mcp-tempest probe` shows what it offers."
         )
+    # Measured, and the probe's lists let go, before the surface reads them again: never both held.
+    catalogue, definitions = _measured_catalogue(result)
     endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
     try:
         transcript = endpoint.new_transcript()
@@ -264,7 +269,23 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
         endpoint.close()
     detail = f"{result.era} era ({result.detection})" if result.detection else f"{result.era} era"
     return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual",
-                    probed=result, discover=_discover_result(result), probe_findings=probe_findings)
+                    catalogue=catalogue, definitions=definitions, discover=_discover_result(result),
+                    probe_findings=probe_findings)
+
+
+def _measured_catalogue(result: ProbeResult) -> tuple[Catalogue, Any]:
+    """The catalogue's costs and its definitions as JSON text, then the probe's parsed lists let go:
+    150,000 tiny tools are about 80 MB parsed, and nothing after this reads them (issue 30)."""
+    from mcp_tempest.fuzz.catalogue import Catalogue
+    from mcp_tempest.fuzz.catalogue_compare import saved_definitions  # what `catalogue --compare` reads
+
+    catalogue = Catalogue.from_probe(result)
+    definitions = saved_definitions(catalogue)
+    catalogue.items.clear()
+    for reads in result.list_reads:
+        for read in reads.values():
+            read.drop_items()
+    return catalogue, definitions
 
 
 #: Entries of a folder the target was started with that are offered as values (a repository's files).

@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
 from mcp_tempest.targets import auth_client, extra_headers, fork_server, stop_request, validate
+from mcp_tempest.targets.mutants import campaign_notes
 from mcp_tempest.targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
 
@@ -372,6 +373,8 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     store = FindingStore(out_dir, target=target_text, seed=seed, conditions=conditions, fail_on=args.fail_on)
     for prep in prepared:
         print(f"fuzz: target {visible(prep.spec.text)} ({visible(prep.detail)})")
+        for note in campaign_notes(prep.spec.argv, prep.spec.transport.name):  # a --bug this run cannot show
+            print(f"note: {visible(note)}")
     if compared is not None:
         print(f"fuzz: compared with {visible(compared.spec.text)} ({visible(compared.detail)}): every case is "
               "played on both, and an answer that differs in meaning is a difference")
@@ -408,13 +411,10 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         "replays": sum(r.replays for r in result.runs),
         "seconds": round(time.monotonic() - started if started is not None else result.seconds, 3),
     }
-    from mcp_tempest.fuzz.catalogue import Catalogue
-
-    # What each target's catalogue costs, measured from the era probe's lists (no request of its own).
-    catalogues = [Catalogue.from_probe(p.probed) for p in prepared if p.probed is not None]
-    from mcp_tempest.fuzz.catalogue_compare import saved_definitions  # what `catalogue --compare` reads
-
-    store.extra["catalogue"] = [{**c.to_json(), "definitions": saved_definitions(c)} for c in catalogues]
+    # What each target's catalogue costs, measured from the era probe's lists (prepare_target).
+    catalogues = [p.catalogue for p in prepared if p.catalogue is not None]
+    store.extra["catalogue"] = [{**p.catalogue.to_json(), "definitions": p.definitions}
+                                for p in prepared if p.catalogue is not None]
     if config.compare_target is not None:
         from mcp_tempest.fuzz.differences import differences_json
 

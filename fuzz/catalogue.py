@@ -30,6 +30,8 @@ PROPERTY: Final = "catalogue"
 ITEM_KEY: Final = {"tools": "name", "prompts": "name", "resources": "uri", "resourceTemplates": "uriTemplate"}
 METHOD: Final = {name: method for name, method, _ in CATALOGUE_LISTS}
 TOOL_FIELDS: Final = ("name", "description", "inputSchema")
+# The lists a host reads when asked for, not on every turn: outside the headline figure.
+ON_DEMAND: Final = ("resources", "resourceTemplates", "prompts")
 
 
 @dataclass(slots=True)
@@ -66,16 +68,28 @@ def item_name(kind: str, item: Any) -> str:
     return "(unnamed)"
 
 
-def measure_item(kind: str, item: Any) -> Cost:
-    """What one definition costs, whatever its depth: a schema nested past the standard encoder's
+def _definition_json(kind: str, item: Any) -> str:
+    """One definition's text, whatever its depth: a schema nested past the standard encoder's
     recursion (an inputSchema 500 deep) is written by `json_text`, the same text without
     recursion, so its count is its true cost, not a cut one."""
     definition = _definition(kind, item)
     if nesting_depth(definition, stop=MAX_WRITTEN_DEPTH) >= MAX_WRITTEN_DEPTH:
-        text = json_text(definition)
-    else:
-        text = definition_text(definition)
+        return json_text(definition)
+    return definition_text(definition)
+
+
+def measure_item(kind: str, item: Any) -> Cost:
+    """What one definition costs on its own: the table's rows, and what --max-tool-tokens gates."""
+    text = _definition_json(kind, item)
     return Cost(kind, item_name(kind, item), count_tokens(text), len(text.encode("utf-8")))
+
+
+def measure_list(kind: str, items: list[Any]) -> Cost:
+    """What a whole list costs as the host sends it, one JSON array: tokens merge across the joins,
+    so this is not the sum of the items' own counts (server-everything's 13 tools: 1,307 as one
+    list, 1,305 summed)."""
+    text = "[" + ", ".join(_definition_json(kind, item) for item in items) + "]"
+    return Cost(kind, f"{kind} (one list)", count_tokens(text), len(text.encode("utf-8")))
 
 
 @dataclass(slots=True)
@@ -93,6 +107,12 @@ class Catalogue:
     costs: dict[str, list[Cost]] = field(default_factory=dict)
     # How each list's read ended (targets/list_reader.py): complete, cut short (why, how far) or unreadable.
     reads: dict[str, ListRead] = field(default_factory=dict)
+    # The tool definitions as one list, measured as the catalogue is made: callers let the items go
+    # once measured (150,000 tools), and a saved catalogue (`--compare OLD`) is made from its items too.
+    tools_list_cost: Cost = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.tools_list_cost = measure_list("tools", self.items.get("tools", []))
 
     @classmethod
     def from_probe(cls, result: ProbeResult, read: int = 0) -> Catalogue:
@@ -114,6 +134,26 @@ class Catalogue:
         text = self.instructions or ""
         return Cost("instructions", "instructions", count_tokens(text), len(text.encode("utf-8")))
 
+    @property
+    def turn_tokens(self) -> int:
+        """The headline and what --max-tokens gates: what the model pays on every turn, the tool
+        definitions as one list plus the instructions. Resources, templates and prompts are not
+        put in the context every turn, so they are their own figure (`on_demand_tokens`)."""
+        return self.tools_list_cost.tokens + self.instructions_cost.tokens
+
+    @property
+    def turn_bytes(self) -> int:
+        return self.tools_list_cost.bytes + self.instructions_cost.bytes
+
+    @property
+    def on_demand_tokens(self) -> int:
+        """Resources, templates and prompts, each counted on its own: read when asked for."""
+        return sum(self.tokens(k) for k in ON_DEMAND)
+
+    @property
+    def on_demand_bytes(self) -> int:
+        return sum(self.bytes(k) for k in ON_DEMAND)
+
     def tokens(self, kind: str) -> int:
         return sum(c.tokens for c in self.costs.get(kind, []))
 
@@ -122,6 +162,8 @@ class Catalogue:
 
     @property
     def total_tokens(self) -> int:
+        """Every definition counted on its own plus the instructions: kept for saved catalogues and
+        `--compare` growth; not the headline (`turn_tokens`)."""
         return sum(self.tokens(k) for k in self.costs) + self.instructions_cost.tokens
 
     @property
@@ -153,6 +195,8 @@ class Catalogue:
             "tools": [{"name": c.name, "tokens": c.tokens, "bytes": c.bytes} for c in tools],
             "tools_tokens": self.tokens("tools"),
             "tools_bytes": self.bytes("tools"),
+            "tools_list_tokens": self.tools_list_cost.tokens,
+            "tools_list_bytes": self.tools_list_cost.bytes,
             "cheapest_tool": _brief(tools[-1]) if tools else None,
             "costliest_tool": _brief(tools[0]) if tools else None,
             "instructions_tokens": ins.tokens,
@@ -164,7 +208,9 @@ class Catalogue:
             out[label] = [{"name": c.name, "tokens": c.tokens, "bytes": c.bytes} for c in costs]
             out[f"{label}_tokens"] = self.tokens(kind)
             out[f"{label}_bytes"] = self.bytes(kind)
-        out.update({"total_tokens": self.total_tokens, "total_bytes": self.total_bytes,
+        out.update({"turn_tokens": self.turn_tokens, "turn_bytes": self.turn_bytes,
+                    "on_demand_tokens": self.on_demand_tokens, "on_demand_bytes": self.on_demand_bytes,
+                    "total_tokens": self.total_tokens, "total_bytes": self.total_bytes,
                     "truncated": self.truncated, "failed": self.failed, "complete": self.complete,
                     "lists": {name: {**r.to_json(), "note": r.describe()} for name, r in self.reads.items()}})
         return out
@@ -186,16 +232,18 @@ class Catalogue:
         yield from self._totals()
 
     def _totals(self) -> list[str]:
-        lines: list[str] = []
         tools = self.costs.get("tools", [])
-        lines.append(f"tools: {len(tools)} definitions, {self.tokens('tools')} tokens"
-                     + (f" (cheapest {visible(tools[-1].name, NAME_WIDTH)} {tools[-1].tokens}, "
-                        f"costliest {visible(tools[0].name, NAME_WIDTH)} "
-                        f"{tools[0].tokens})" if tools else ""))
-        lines.append(f"instructions: {self.instructions_cost.tokens} tokens")
-        for kind in ("resources", "resourceTemplates", "prompts"):
-            if self.costs.get(kind):
-                lines.append(f"{kind}: {len(self.costs[kind])} definitions, {self.tokens(kind)} tokens")
+        lines = [f"every turn: {self.turn_tokens} tokens, {self.turn_bytes} bytes (tool definitions as one list "
+                 f"{self.tools_list_cost.tokens} + instructions {self.instructions_cost.tokens})",
+                 f"tools: {len(tools)} definitions, {self.tools_list_cost.tokens} tokens as one list, "
+                 f"{self.tokens('tools')} summed per tool"
+                 + (f" (cheapest {visible(tools[-1].name, NAME_WIDTH)} {tools[-1].tokens}, "
+                    f"costliest {visible(tools[0].name, NAME_WIDTH)} {tools[0].tokens})" if tools else "")]
+        listed = [f"{_PLURAL[kind]} {self.tokens(kind)} ({len(self.costs[kind])})"
+                  for kind in ON_DEMAND if self.costs.get(kind)]
+        if listed:
+            lines.append(f"resources, templates, prompts (not sent every turn): {self.on_demand_tokens} tokens "
+                         f"({', '.join(listed)})")
         return lines + self.notes()
 
     def notes(self) -> list[str]:
@@ -214,7 +262,9 @@ class Catalogue:
         n_tools = len(self.costs.get("tools", []))
         tools = ("tools unreadable" if "tools" in self.failed
                  else f"{n_tools}+ tools (cut short)" if "tools" in self.truncated else f"{n_tools} tools")
-        return (f"catalogue: {least}{self.total_tokens} tokens ({ENCODING}), {least}{self.total_bytes} bytes, "
+        demand = f", + {least}{self.on_demand_tokens} in resources, templates, prompts" if self.on_demand_tokens else ""
+        return (f"catalogue: {least}{self.turn_tokens} tokens every turn ({ENCODING}; tools as one list + "
+                f"instructions), {least}{self.turn_bytes} bytes{demand}, "
                 f"{tools}, {self.era_label}" + ("" if self.complete else ", INCOMPLETE"))
 
 
@@ -227,6 +277,7 @@ def _label(c: Cost) -> str:
 
 
 _SINGULAR: Final = {"tools": "tool", "resources": "resource", "resourceTemplates": "template", "prompts": "prompt"}
+_PLURAL: Final = {"resources": "resources", "resourceTemplates": "templates", "prompts": "prompts"}
 
 
 # --- the section of every fuzz report ---
@@ -268,8 +319,9 @@ def report_html(cats: list[Catalogue]) -> list[str]:
 def over_budget(cat: Catalogue, max_tokens: int | None, max_tool_tokens: int | None) -> str:
     """One line naming what is over the budget and the costliest parts; empty when within it."""
     reasons: list[str] = []
-    if max_tokens is not None and cat.total_tokens > max_tokens:
-        reasons.append(f"total {cat.total_tokens} tokens > --max-tokens {max_tokens}")
+    if max_tokens is not None and cat.turn_tokens > max_tokens:
+        reasons.append(f"every turn (tool definitions as one list + instructions) {cat.turn_tokens} tokens "
+                       f"> --max-tokens {max_tokens}")
     if max_tool_tokens is not None:
         over = [c for c in cat.costs.get("tools", []) if c.tokens > max_tool_tokens]
         if over:
@@ -283,7 +335,7 @@ def over_budget(cat: Catalogue, max_tokens: int | None, max_tool_tokens: int | N
             # A list cut short or unreadable counts what was read, not the catalogue: "0 tokens"
             # from a tools/list over the frame cap must not pass a gate.
             return (f"catalogue: the budget cannot be checked: the catalogue is incomplete ({gaps}); "
-                    f"{cat.total_tokens} tokens is a lower bound")
+                    f"{cat.turn_tokens} tokens every turn is a lower bound")
         return ""
     costliest = ", ".join(f"{visible(_label(c), NAME_WIDTH)} {c.tokens}" for c in cat.everything()[:3])
     lower = f" (and the catalogue is incomplete, so more: {gaps})" if not cat.complete else ""

@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="stdio:<cmd>, http://127.0.0.1:PORT/PATH or http+spawn:<cmd with {port}> "
                    "(default: the built-in reference server)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.add_argument("--max-tokens", type=int, metavar="N", help="exit 1 when the whole catalogue costs more than N tokens")
+    p.add_argument("--max-tokens", type=int, metavar="N", help="exit 1 when what the model pays every turn (the tool "
+                   "definitions as one list + the instructions) is more than N tokens")
     p.add_argument("--max-tool-tokens", type=int, metavar="N", help="exit 1 when one tool definition costs more than N")
     p.add_argument("--no-drift", action="store_true", help="read the catalogue once (no drift check)")
     p.add_argument("--fail-on", action=catalogue_compare.FailOnAction, default=DEFAULT_FAIL_ON, metavar="LIST",

@@ -252,7 +252,9 @@ class Comparison:
 
     @property
     def growth(self) -> int:
-        return self.new.total_tokens - self.old.total_tokens
+        """Growth of what the model pays every turn (tool definitions as one list + instructions),
+        the catalogue's headline and the figure --max-token-growth gates."""
+        return self.new.turn_tokens - self.old.turn_tokens
 
     def tool_costs(self) -> list[tuple[str, int | None, int | None]]:
         """(tool, tokens before, after) for every tool of either side: the new ones costliest first,
@@ -273,11 +275,11 @@ class Comparison:
                 named = "; ".join(f"{c.label[:NAME_WIDTH]}: {c.what[:160]}" for c in hits[:3])
                 reasons.append(f"{len(hits)} {kind} change(s) ({named}{' ...' if len(hits) > 3 else ''})")
         if self.gate.max_growth is not None:
-            old_total = self.old.total_tokens
+            old_total = self.old.turn_tokens
             over = (self.growth * 100 > self.gate.max_growth * old_total if self.gate.percent
                     else self.growth > self.gate.max_growth)
             if over:
-                reasons.append(f"the catalogue grew by {self.growth} tokens ({_percent(self.growth, old_total)}), "
+                reasons.append(f"every turn grew by {self.growth} tokens ({_percent(self.growth, old_total)}), "
                                f"more than --max-token-growth {self.gate.describe_growth()}")
         if self.incomplete and not reasons:
             # A list cut short hides what it did not read: "no breaking change" cannot be claimed.
@@ -292,7 +294,8 @@ class Comparison:
             "changes": [c.to_json() for c in self.changes],
             "counts": {kind: self.count(kind) for kind in KINDS},
             "tools": [{"name": n, "before": b, "after": a} for n, b, a in self.tool_costs()],
-            "tokens": {"before": self.old.total_tokens, "after": self.new.total_tokens, "growth": self.growth},
+            "tokens": {"before": self.old.turn_tokens, "after": self.new.turn_tokens, "growth": self.growth,
+                       "every_turn": True},
             "complete": not self.incomplete,
             "incomplete": self.incomplete or None,
             "fail_on": list(self.gate.kinds),
@@ -346,8 +349,8 @@ class Comparison:
 
     def summary_line(self) -> str:
         counts = ", ".join(f"{self.count(kind)} {kind}" for kind in KINDS)
-        return (f"compare: {counts}; catalogue {self.old.total_tokens} -> {self.new.total_tokens} tokens "
-                f"({self.growth:+d}, {_percent(self.growth, self.old.total_tokens)})"
+        return (f"compare: {counts}; every turn {self.old.turn_tokens} -> {self.new.turn_tokens} tokens "
+                f"({self.growth:+d}, {_percent(self.growth, self.old.turn_tokens)})"
                 + (", INCOMPLETE" if self.incomplete else "")
                 + f"; {'FAILS' if self.failed else 'passes'} --fail-on {','.join(self.gate.kinds)}"
                 + (f" --max-token-growth {self.gate.describe_growth()}" if self.gate.max_growth is not None else ""))

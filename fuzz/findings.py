@@ -75,6 +75,7 @@ class Evidence:
     probe: str | None = None
     probe_rule: str | None = None
     reaction: str = ""  # the server's reaction, worded without the probe (Violation.reaction)
+    _size: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
 
     def member_key(self) -> tuple[str, str, str, str]:
         """Where the bug was seen: one row of a finding's per-method detail."""
@@ -97,10 +98,13 @@ class Evidence:
 
     def size(self) -> tuple[int, int, int]:
         """How good the reproduction is, smaller first: confirmed before unconfirmed, then frames
-        sent, then bytes."""
-        events = self.transcript.get("events", [])
-        sent = sum(1 for e in events if e.get("kind") == "send")
-        return (0 if self.confirmed else 1), sent, len(encode_document(self.transcript, indent=False)[0])
+        sent, then bytes. Measured once (the store compares the kept evidence with every new one,
+        and a transcript that received a 9 MB list five times is 45 MB encoded)."""
+        if self._size is None:
+            events = self.transcript.get("events", [])
+            sent = sum(1 for e in events if e.get("kind") == "send")
+            self._size = (0 if self.confirmed else 1), sent, encoded_size(self.transcript)
+        return self._size
 
 
 @dataclass(slots=True)
@@ -287,6 +291,7 @@ def bound_evidence(ev: Evidence) -> str:
     note = (f"{parts} part(s) of the server's messages nested deeper than {MAX_WRITTEN_DEPTH} levels are "
             "kept as raw text only (their parsed copies were cut)")
     ev.transcript = bounded
+    ev._size = None
     ev.note = f"{ev.note}; {note}" if ev.note else note
     return note
 
@@ -313,6 +318,16 @@ def encode_document(doc: Any, *, indent: bool = True) -> tuple[bytes, str]:
     except TypeError:
         text = json.dumps(kept, indent=2 if indent else None, default=repr)  # ASCII: lone surrogates escaped
         return text.encode("ascii"), note or "values JSON cannot hold were written as their repr"
+
+
+def encoded_size(transcript: dict[str, Any]) -> int:
+    """The length of `transcript` as `encode_document(transcript, indent=False)` writes it, counted
+    an event at a time: never the whole document in memory at once, only its biggest event."""
+    events = transcript.get("events")
+    if not isinstance(events, list):
+        return len(encode_document(transcript, indent=False)[0])
+    total = len(encode_document({**transcript, "events": []}, indent=False)[0]) + max(len(events) - 1, 0)
+    return total + sum(len(encode_document(e, indent=False)[0]) for e in events)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

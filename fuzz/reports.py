@@ -8,12 +8,14 @@ attached to CI artefacts and opened from disk, often without network.
 
 from __future__ import annotations
 
+import base64 as _base64
 import datetime as _dt
+import hashlib
 import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -167,24 +169,51 @@ def _event_summary(ev: dict[str, Any], *, width: int = 300) -> str:
     parts = [arrow, kind]
     if ev.get("status") is not None:
         parts.append(f"HTTP {ev['status']}")
-    body = _event_body(ev)
+    body = _event_body(ev, width)
     if body:
-        parts.append(body if len(body) <= width else body[:width] + " ...")
+        parts.append(body)
     if ev.get("note"):
         parts.append(f"({ev['note']})")
     return " ".join(parts)
 
 
-def _event_body(ev: dict[str, Any]) -> str:
+#: Characters of one event's content report.html shows; a longer one is shown as its start, its
+#: size and a digest (a 9 MB tools/list page, rendered whole per finding, made a 21 MB report and
+#: 150 MB of the campaign's peak). The repro file keeps every event whole.
+REPORT_BODY_CHARS: Final = 16 * 1024
+
+
+def _event_body(ev: dict[str, Any], limit: int = REPORT_BODY_CHARS, *, indent: bool = False) -> str:
+    """The event's content as text, at most about `limit` characters of it: past that, the start,
+    then how big the whole is and its digest. Only what is shown is rendered (a big message is
+    stored as its raw text alone, so nothing bigger than RAW_ONLY_BYTES is encoded here)."""
     if "message" in ev:
-        return orjson.dumps(ev["message"]).decode()
+        text = orjson.dumps(ev["message"], option=orjson.OPT_INDENT_2 if indent else 0).decode()
+        return text if len(text) <= limit else text[:limit] + _whole(text)
     if "raw" in ev:
-        return repr(ev["raw"])
+        raw = ev["raw"]
+        return repr(raw) if len(raw) <= limit else repr(raw[:limit]) + _whole(raw)
     if "raw_b64" in ev:
-        return f"<bytes, base64 {ev['raw_b64']}>"
+        b64 = ev["raw_b64"]
+        shown = b64 if len(b64) <= limit else b64[:limit] + _whole(b64, base64=True)
+        return f"<bytes, base64 {shown}>"
     if isinstance(ev.get("raw_made"), dict):
         return describe(ev["raw_made"])
     return ""
+
+
+def _whole(text: str, *, base64: bool = False) -> str:
+    """What an excerpt of `text` leaves out: the whole's size and sha256 (of the bytes it stands for)."""
+    data = _b64decode(text) if base64 else text.encode("utf-8", "surrogatepass")
+    return (f" ... ({len(data):,} bytes in all, sha256 {hashlib.sha256(data).hexdigest()[:16]}; "
+            "the repro file holds it whole)")
+
+
+def _b64decode(text: str) -> bytes:
+    try:
+        return _base64.b64decode(text)
+    except ValueError:
+        return text.encode("ascii", "replace")
 
 
 # --- report.html ---
@@ -419,10 +448,8 @@ def transcript_html(transcript: dict[str, Any], *, highlight: set[int] | None = 
         if ev.get("headers"):
             hdrs = "\n".join(e(f"{k}: {v}") for k, v in ev["headers"].items())
             content.append(f"<details><summary>headers</summary><pre>{hdrs}</pre></details>")
-        body = _event_body(ev)
+        body = _event_body(ev, indent=True)
         if body:
-            if "message" in ev:
-                body = orjson.dumps(ev["message"], option=orjson.OPT_INDENT_2).decode()
             content.append(f"<pre>{e(body, multiline=True)}</pre>")
         if ev.get("note"):
             content.append(f"<i>{e(str(ev['note']))}</i>")

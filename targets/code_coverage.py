@@ -56,6 +56,7 @@ DATA_NAME: Final = ".coverage"
 RC_NAME: Final = "coveragerc"
 MIN_COVERAGE: Final = "7.6"
 _OWN_SECTION: Final = "mcp_tempest"
+OWN_PACKAGE: Final = "mcp_tempest."  # the harness's own console script: `mcp-tempest serve`
 # Warnings a measured server must not print: its stderr is evidence the oracle reads, and these
 # say nothing about the server (a process that ran none of the measured code is normal here).
 _QUIET: Final = ("no-data-collected", "module-not-imported", "module-not-measured", "already-imported",
@@ -376,6 +377,12 @@ def plan_coverage(spec: TargetSpec, sources: Sequence[str],
     if command.kind == "script":
         script = Path(command.what).resolve()
         paths.append(str(script.parent) if _package_like(script.parent) else str(script))
+    elif command.kind == "console" and command.imports.startswith(OWN_PACKAGE):
+        # `mcp-tempest serve`: the server is the reference (and its mutants), not the harness
+        # the console script also holds (measuring all of it said "1% of the server's code")
+        from mcp_tempest.targets import mutants, reference
+
+        paths += [str(Path(m.__file__).parent) for m in (reference, mutants) if m.__file__]
     elif command.kind == "console":
         # its top-level package; below a namespace package (no __init__.py, shared by several
         # distributions), the outermost regular package on the way to the entry point's module

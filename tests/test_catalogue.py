@@ -113,7 +113,12 @@ def test_json_counts_each_tool_as_name_description_input_schema_over_every_page(
     assert doc["tools_tokens"] == sum(count_tokens(t) for t in texts.values())
     assert doc["instructions_tokens"] == count_tokens("Start with t0.")
     assert doc["total_tokens"] == doc["tools_tokens"] + doc["instructions_tokens"]
-    for key in ("tools_tokens", "instructions_tokens", "total_tokens"):
+    # The headline: the tools as the one JSON list a host sends (not the per-tool sum) + the instructions.
+    as_list = "[" + ", ".join(texts.values()) + "]"
+    assert (doc["tools_list_tokens"], doc["tools_list_bytes"]) == (count_tokens(as_list), len(as_list.encode()))
+    assert doc["turn_tokens"] == doc["tools_list_tokens"] + doc["instructions_tokens"]
+    assert doc["on_demand_tokens"] == 0
+    for key in ("tools_tokens", "instructions_tokens", "total_tokens", "turn_tokens", "tools_list_tokens"):
         assert type(doc[key]) is int
     assert all(type(t["tokens"]) is int and set(t) >= {"name", "tokens"} for t in doc["tools"])
     assert doc["findings"] == []
@@ -131,9 +136,16 @@ def test_reference_catalogue_is_every_page_read_three_times_without_a_finding(tm
     assert sorted(c.name for c in cat.costs["tools"]) == sorted(t["name"] for t in catalog.TOOLS)
     run = run_cli("catalogue", "--out", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
-    assert re.fullmatch(rf"catalogue: {cat.total_tokens} tokens \(o200k_base\), {cat.total_bytes} bytes, "
+    demand = cat.tokens("resources") + cat.tokens("resourceTemplates") + cat.tokens("prompts")
+    assert demand > 0 and cat.turn_tokens == cat.tools_list_cost.tokens + cat.instructions_cost.tokens
+    assert re.fullmatch(rf"catalogue: {cat.turn_tokens} tokens every turn \(o200k_base; tools as one list \+ "
+                        rf"instructions\), {cat.turn_bytes} bytes, \+ {demand} in resources, templates, prompts, "
                         rf"{len(catalog.TOOLS)} tools, modern 2026-07-28, 0 findings, 0 observations",
                         last_line(run.stdout)), run.stdout
+    assert (f"every turn: {cat.turn_tokens} tokens, {cat.turn_bytes} bytes (tool definitions as one list "
+            f"{cat.tools_list_cost.tokens} + instructions {cat.instructions_cost.tokens})") in run.stdout.splitlines()
+    assert any(line.startswith(f"resources, templates, prompts (not sent every turn): {demand} tokens")
+               for line in run.stdout.splitlines())
     rows = [line for line in run.stdout.splitlines() if line.startswith(("tool ", "template ", "prompt ",
                                                                          "resource ", "instructions "))]
     assert [int(r.split()[-2]) for r in rows] == sorted((int(r.split()[-2]) for r in rows), reverse=True)
@@ -142,14 +154,17 @@ def test_reference_catalogue_is_every_page_read_three_times_without_a_finding(tm
 def test_budget_gate_exits_1_with_one_line_naming_the_costliest(tmp_path: Path) -> None:
     target = reference_stdio(tmp_path / "ref.sqlite3")
     cat = Catalogue.from_probe(read(parse_target(target), timeout=10, max_pages=20, drift=False).first)
-    total, costliest = cat.total_tokens, cat.costs["tools"][0]
+    # --max-tokens gates what the model pays every turn, not the resources, templates and prompts too.
+    total, costliest = cat.turn_tokens, cat.costs["tools"][0]
+    assert total < cat.total_tokens
     code, doc, err = catalogue(tmp_path, "--target", target, "--no-drift", "--max-tokens", str(total),
                                "--max-tool-tokens", str(costliest.tokens))
     assert code == 0 and err == "" and doc["over_budget"] is None  # at the limit is within it
     code, doc, err = catalogue(tmp_path, "--target", target, "--no-drift", "--max-tokens", str(total - 1),
                                "--max-tool-tokens", str(costliest.tokens - 1))
     assert code == 1 and err.count("\n") == 1 and err.strip() == doc["over_budget"]
-    assert f"total {total} tokens > --max-tokens {total - 1}" in err
+    assert (f"every turn (tool definitions as one list + instructions) {total} tokens > --max-tokens {total - 1}"
+            in err)
     assert f"over --max-tool-tokens {costliest.tokens - 1}: {costliest.name} {costliest.tokens}" in err
     assert f"(costliest: tool {costliest.name} {costliest.tokens}" in err
 
@@ -211,8 +226,10 @@ def test_real_servers_are_measured_in_their_era_without_a_finding(tmp_path: Path
         run = run_cli("catalogue", "--no-drift", "--target", spec.stdio_target(), "--out", str(tmp_path / "t"))
         assert "(legacy 2025-11-25 (initialize handshake, then the lists))" in run.stdout.splitlines()[0]
         readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
-        assert (f"lists {len(doc['tools'])} tools for {doc['tools_tokens']:,} tokens and "
-                f"{doc['instructions_tokens']:,} tokens of instructions: {doc['total_tokens']:,} tokens in all") in readme
+        assert (f"lists {len(doc['tools'])} tools for {doc['tools_list_tokens']:,} tokens as one list "
+                f"({doc['tools_tokens']:,} summed per tool) and {doc['instructions_tokens']:,} tokens of instructions: "
+                f"{doc['turn_tokens']:,} tokens every turn; its resources, templates and prompts add "
+                f"{doc['on_demand_tokens']:,} more") in readme
     else:
         assert doc["era"] == "modern" and doc["legacy"] is False
 

@@ -373,6 +373,16 @@ def test_console_script_resolves_its_package_and_is_measured(tmp_path: Path, mon
     assert {f["path"].rsplit("/", 1)[-1] for f in reach.files} == {"__init__.py", "serve.py"}
 
 
+def test_the_harness_own_console_script_measures_the_reference_server_only(tmp_path: Path) -> None:
+    """`mcp-tempest serve` runs the reference server: that (and its mutants) is the server's code,
+    not the harness the same console script holds (measured whole, it read "1% of the server")."""
+    from mcp_tempest.targets import mutants, reference
+
+    exe = Path(sys.executable).with_name("mcp-tempest")
+    plan = measured_plan("stdio:" + shlex.join([str(exe), "serve", "--bug", "null-id-accepted"]), tmp_path)
+    assert plan.sources == (str(Path(reference.__file__).parent), str(Path(mutants.__file__).parent))
+
+
 def test_console_script_below_a_namespace_package_measures_the_first_regular_package(tmp_path: Path) -> None:
     script = tmp_path / "ref-server"
     script.write_text(PIP_WRAPPER.format(python=PY, module="mcp_tempest.targets.reference.cli"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -66,8 +67,33 @@ def test_readme_catalogue_table_is_the_reference_servers_measured_now() -> None:
     measured = [(row[0], str(row[1]), str(row[2])) for row in
                 (line.rsplit(None, 2) for line in cat.table()[1:len(cat.everything()) + 1])]
     assert [(name, t, b) for name, t, b in rows if not name.startswith("**")] == measured
-    assert ("**total**", f"**{cat.total_tokens}**", f"**{cat.total_bytes}**") in rows
+    # The headline is what the model pays every turn; resources, templates and prompts are their own row.
+    assert ("**every turn (tools as one list + instructions)**", f"**{cat.turn_tokens}**",
+            f"**{cat.turn_bytes}**") in rows
+    assert ("**resources, templates, prompts (not every turn)**", f"**{cat.on_demand_tokens}**",
+            f"**{cat.on_demand_bytes}**") in rows
     tools = cat.costs["tools"]
-    assert (f"Seven tool definitions cost {cat.tokens('tools')} tokens (cheapest `{tools[-1].name}` "
-            f"{tools[-1].tokens}, costliest `{tools[0].name}`") in " ".join(section.split())
+    assert (f"Seven tool definitions cost {cat.tools_list_cost.tokens} tokens as one list ({cat.tokens('tools')} "
+            f"summed per tool; cheapest `{tools[-1].name}` {tools[-1].tokens}, costliest `{tools[0].name}`"
+            ) in " ".join(section.split())
     assert len(tools) == 7
+
+
+def test_quick_start_mutant_run_shows_a_finding_as_written(tmp_path: Path) -> None:
+    """The quick start's second run is a newcomer's first finding: the command exactly as the README
+    has it exits 1 with the RPC-01 finding the text promises (the clean run above it finds nothing)."""
+    quick = README.split("## Quick start", 1)[1].split("To point it at", 1)[0]
+    first = re.findall(r"```sh\n(.*?)```", quick, flags=re.S)[0].splitlines()
+    assert len(first) == 2 and "--bug null-id-accepted" in first[1]
+    argv = shlex.split(first[1])
+    exe = Path(sys.executable).with_name("mcp-tempest")
+    # The target's own `mcp-tempest` is found on PATH, as in the newcomer's activated venv.
+    env = {**os.environ, "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([str(exe), *argv[1:]], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    promised = "finding RPC-01-...: MUST RPC-01 JSON that is not a valid request was served (a result)"
+    assert promised in " ".join(quick.split())
+    assert re.search(r"^  finding RPC-01-\w+: MUST RPC-01 JSON that is not a valid request was served \(a result\) ",
+                     done.stdout, flags=re.M), done.stdout[-2000:]
+    assert re.fullmatch(r"fuzz: \d+ examples, 1 properties, 1 findings", done.stdout.splitlines()[-1])
+    assert "Traceback" not in done.stderr

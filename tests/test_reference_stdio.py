@@ -311,7 +311,10 @@ def test_cli_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
         assert run.stdout == ""
     listed = subprocess.run([*SERVE, "--list-bugs"], capture_output=True, text=True, timeout=20)
     lines = listed.stdout.splitlines()
-    assert listed.returncode == 0 and "null-id-accepted\tRPC-01" in lines and len(lines) == len(MUTANTS)
+    assert listed.returncode == 0 and len(lines) == len(MUTANTS)
+    # name, rule ids, the transport it shows over, what it does
+    assert any(line.startswith("null-id-accepted\tRPC-01\tboth\ta request with id null") for line in lines)
+    assert any(line.startswith("cross-wired-ids\tRPC-06\thttp\t") for line in lines)
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

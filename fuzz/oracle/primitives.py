@@ -15,6 +15,7 @@ import orjson
 
 from mcp_tempest.fuzz.oracle.exchange import Exchange
 from mcp_tempest.fuzz.oracle.facts import describe
+from mcp_tempest.fuzz.oracle.list_facts import list_fact, names_of, output_schema_at
 from mcp_tempest.fuzz.oracle.model import Violation, rule
 from mcp_tempest.fuzz.oracle.results import cacheable_complete, modern_results
 
@@ -29,7 +30,7 @@ def _list_stability(x: Exchange, method: str, rule_id: str) -> list[Violation]:
         if pair.method != method or not isinstance(result.get(field), list):
             continue
         cursor = pair.sent.params.get("cursor") if pair.sent.params else None
-        names = frozenset(str(item.get(key)) for item in result[field] if isinstance(item, dict))
+        names = list_fact(x, result[field], f"names:{key}", names_of(key))[1]
         # The list MAY depend on what this request declared (a server may hide tools that need a
         # capability the client lacks), so only requests declaring the same thing are compared.
         token = (describe(cursor), orjson.dumps(pair.sent.capabilities, option=orjson.OPT_SORT_KEYS))
@@ -89,19 +90,20 @@ def _output_errors(schema: dict[str, Any], value: Any) -> list[str] | None:
 
 @rule("TOOL-11", "MUST", "structuredContent conforms to the tool's outputSchema", scope="transcript")
 def tool_11(x: Exchange) -> list[Violation]:
-    schemas: dict[str, dict[str, Any]] = {}
+    # The pages listed so far, each with where its tools' outputSchemas are: a call is judged by
+    # the latest listing that gave its tool one (list_facts: once per distinct page, not per page).
+    listed: list[tuple[list[Any], dict[str, int]]] = []
     out: list[Violation] = []
     for pair, i, _, result in modern_results(x):
         if pair.method == "tools/list" and isinstance(result.get("tools"), list):
-            for tool in result["tools"]:
-                if isinstance(tool, dict) and isinstance(tool.get("name"), str) \
-                        and isinstance(tool.get("outputSchema"), dict):
-                    schemas[tool["name"]] = tool["outputSchema"]
+            at = list_fact(x, result["tools"], "output-schemas", output_schema_at)
+            if at:
+                listed.append((result["tools"], at))
             continue
         if pair.method != "tools/call" or result.get("resultType", "complete") != "complete":
             continue
         name = pair.sent.params.get("name") if pair.sent.params else None
-        schema = schemas.get(name) if isinstance(name, str) else None
+        schema = _latest_output_schema(listed, name) if isinstance(name, str) else None
         if schema is None or result.get("isError") is True:
             continue  # with isError the behaviour is UNSPEC
         if "structuredContent" not in result:
@@ -114,3 +116,10 @@ def tool_11(x: Exchange) -> list[Violation]:
                                  "; ".join(errors[:3]) + (f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""),
                                  pair.method, i))
     return out
+
+
+def _latest_output_schema(listed: list[tuple[list[Any], dict[str, int]]], name: str) -> dict[str, Any] | None:
+    for tools, at in reversed(listed):
+        if name in at:
+            return tools[at[name]]["outputSchema"]  # type: ignore[no-any-return]
+    return None

@@ -13,8 +13,10 @@ from typing import Any, Final
 from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
 from mcp_tempest.fuzz.oracle.facts import METHOD_CAPABILITY, Said, describe, is_integer
 from mcp_tempest.fuzz.oracle.http import header_defects
+from mcp_tempest.fuzz.oracle.list_facts import list_fact
 from mcp_tempest.fuzz.oracle.model import Violation, rule
-from mcp_tempest.fuzz.oracle.schemas import SchemaError, result_validator
+from mcp_tempest.fuzz.oracle.schemas import SchemaError, result_validator, type_validator
+from mcp_tempest.strategies.json_bounds import MAX_ITEMS
 from mcp_tempest.targets import wire
 
 CORE_RESULT_TYPES: Final = frozenset({"complete", "input_required"})
@@ -94,13 +96,43 @@ def rt_06(x: Exchange) -> list[Violation]:
         validate = result_validator(pair.method, value)
         if validate is None:
             continue
-        errors = [e for e in validate(result) if not _owned(e, value)]
+        errors = [e for e in [*validate(result), *_items_past_the_first(x, pair.method, value, result)]
+                  if not _owned(e, value)]
         if errors:
             shown = "; ".join(f"{e.where()}: {e.message[:120]}" for e in errors[:3])
             more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
             out.append(Violation("RT-06", "MUST", f"{value} result of {pair.method} fails its schema",
                                  shown + more, pair.method, i))
     return out
+
+
+# Each list result's item type (DIGEST 9.1-9.3), for the items a result's validator leaves out.
+LIST_ITEM_TYPES: Final = {"tools/list": ("tools", "Tool"), "prompts/list": ("prompts", "Prompt"),
+                          "resources/list": ("resources", "Resource"),
+                          "resources/templates/list": ("resourceTemplates", "ResourceTemplate")}
+# Items of one list page RT-06 validates: a validator judges a result's lists by their first
+# MAX_ITEMS items (schemas.type_validator); the items after them, up to this many, are validated
+# here, once per distinct page (list_facts), so a list of a few thousand is judged whole and
+# 100,000 tools cost their first JUDGED_ITEMS once per campaign, not on every example.
+JUDGED_ITEMS: Final = 10_000
+
+
+def _items_past_the_first(x: Exchange, method: str, result_type: Any, result: dict[str, Any]) -> list[SchemaError]:
+    """Schema errors of a complete list result's items past the first MAX_ITEMS (the result's own
+    validator judged those), each at its place in the result ("tools/300/name")."""
+    key, type_name = LIST_ITEM_TYPES.get(method, ("", ""))
+    items = result.get(key) if key and result_type == "complete" else None
+    if not isinstance(items, list) or len(items) <= MAX_ITEMS:
+        return []
+    validate = type_validator(type_name)
+    if validate is None:
+        return []
+
+    def errors(page: list[Any]) -> tuple[SchemaError, ...]:
+        return tuple(SchemaError((key, j, *e.path), e.validator, e.message)
+                     for j in range(MAX_ITEMS, min(len(page), JUDGED_ITEMS)) for e in validate(page[j]))
+
+    return list(list_fact(x, items, f"item-errors:{type_name}", errors))
 
 
 def cacheable_complete(x: Exchange) -> Iterator[tuple[Pair, int, dict[str, Any]]]:

@@ -35,6 +35,7 @@ import orjson
 from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
 from mcp_tempest.fuzz.oracle.facts import Said, describe, header, same_id_value
 from mcp_tempest.fuzz.oracle.http import header_defects
+from mcp_tempest.fuzz.oracle.list_facts import input_schema_at, list_fact, names_of, string_names
 from mcp_tempest.fuzz.oracle.model import Violation, rule
 from mcp_tempest.fuzz.oracle.results import cacheable_complete, modern_results
 from mcp_tempest.fuzz.oracle.schemas import request_validator
@@ -53,15 +54,16 @@ def _tool_lists(x: Exchange) -> list[tuple[Any, int, list[Any]]]:
       scope="transcript")
 def tool_03(x: Exchange) -> list[Violation]:
     out: list[Violation] = []
-    seen: dict[tuple[str, bytes, frozenset[str]], tuple[list[str], int]] = {}
+    seen: dict[tuple[str, bytes, frozenset[str]], tuple[tuple[str, ...], int]] = {}
     for pair, i, tools in _tool_lists(x):
-        names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
+        names, name_set = list_fact(x, tools, "names:name", names_of("name"))
         cursor = describe(pair.sent.params.get("cursor") if pair.sent.params else None)
         caps = orjson.dumps(pair.sent.capabilities, option=orjson.OPT_SORT_KEYS)
-        key = (cursor, caps, frozenset(names))
-        if key in seen and seen[key][0] != names:
+        key = (cursor, caps, name_set)
+        if key in seen and seen[key][0] is not names and seen[key][0] != names:
             out.append(Violation("TOOL-03", "SHOULD", "tools/list gave the same tools in another order",
-                                 f"event {seen[key][1]}: {seen[key][0][:6]}, now {names[:6]}", "tools/list", i))
+                                 f"event {seen[key][1]}: {list(seen[key][0][:6])}, now {list(names[:6])}",
+                                 "tools/list", i))
             continue
         seen.setdefault(key, (names, i))
     return out
@@ -69,19 +71,23 @@ def tool_03(x: Exchange) -> list[Violation]:
 
 @rule("TOOL-06", "SHOULD", "tool names are 1-128 characters of [A-Za-z0-9_.-], unique within the server")
 def tool_06(x: Exchange) -> list[Violation]:
-    out: list[Violation] = []
-    for _pair, i, tools in _tool_lists(x):
-        names = [t.get("name") for t in tools if isinstance(t, dict)]
-        bad = [n for n in names if isinstance(n, str) and not _TOOL_NAME.match(n)]
-        if bad:
-            out.append(Violation("TOOL-06", "SHOULD", "tool name outside [A-Za-z0-9_.-]{1,128}",
-                                 ", ".join(describe(n) for n in bad[:5]), "tools/list", i))
-        # counted once, not `names.count` per name: that is quadratic, hours on 100,000 tools
-        dupes = sorted(n for n, k in Counter(n for n in names if isinstance(n, str)).items() if k > 1)
-        if dupes:
-            out.append(Violation("TOOL-06", "SHOULD", "tools/list names a tool twice",
-                                 ", ".join(describe(n) for n in dupes[:5]), "tools/list", i))
-    return out
+    return [Violation("TOOL-06", "SHOULD", title, detail, "tools/list", i)
+            for _pair, i, tools in _tool_lists(x)
+            for title, detail in list_fact(x, tools, "tool-06", _name_defects)]
+
+
+def _name_defects(tools: list[Any]) -> tuple[tuple[str, str], ...]:
+    """TOOL-06's (title, detail) for one page: names outside the pattern, names listed twice."""
+    out: list[tuple[str, str]] = []
+    names = [t.get("name") for t in tools if isinstance(t, dict)]
+    bad = [n for n in names if isinstance(n, str) and not _TOOL_NAME.match(n)]
+    if bad:
+        out.append(("tool name outside [A-Za-z0-9_.-]{1,128}", ", ".join(describe(n) for n in bad[:5])))
+    # counted once, not `names.count` per name: that is quadratic, hours on 100,000 tools
+    dupes = sorted(n for n, k in Counter(n for n in names if isinstance(n, str)).items() if k > 1)
+    if dupes:
+        out.append(("tools/list names a tool twice", ", ".join(describe(n) for n in dupes[:5])))
+    return tuple(out)
 
 
 @rule("TOOL-12", "SHOULD", "a tool returning structuredContent also returns its JSON in a TextContent block")
@@ -171,29 +177,48 @@ def _listing_key(pair: Pair) -> tuple[bytes, str]:
     return caps, header(pair.headers, "Authorization") or ""
 
 
-def _complete_listings(x: Exchange) -> dict[tuple[bytes, str], tuple[set[str], int]]:
+class Listing:
+    """The tool names of one or more complete listings (their union), kept as each page's own set
+    (list_facts: one per distinct page) rather than copied into one."""
+
+    __slots__ = ("pages",)
+
+    def __init__(self, pages: tuple[frozenset[str], ...] = ()) -> None:
+        self.pages = pages
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in page for page in self.pages)
+
+    def __len__(self) -> int:
+        return len(self.pages[0]) if len(self.pages) == 1 else len(frozenset().union(*self.pages))
+
+    def __or__(self, other: Listing) -> Listing:
+        return Listing(self.pages + tuple(p for p in other.pages if all(p is not q for q in self.pages)))
+
+
+def _complete_listings(x: Exchange) -> dict[tuple[bytes, str], tuple[Listing, int]]:
     """Tool names per listing key, from tools/list pages followed from the first (no cursor) to
     one without nextCursor; the union when several complete listings were seen (a set that changed
     within the transcript makes a name known, never unknown), with the event of the last page."""
-    pending: dict[tuple[tuple[bytes, str], str], set[str]] = {}
-    complete: dict[tuple[bytes, str], tuple[set[str], int]] = {}
+    pending: dict[tuple[tuple[bytes, str], str], Listing] = {}
+    complete: dict[tuple[bytes, str], tuple[Listing, int]] = {}
     for pair, i, result in cacheable_complete(x):
         if pair.method != "tools/list" or not isinstance(result.get("tools"), list):
             continue
         key = _listing_key(pair)
         cursor = pair.sent.params.get("cursor") if pair.sent.params else None
         if cursor is None:
-            names: set[str] = set()
+            names = Listing()
         elif isinstance(cursor, str) and (key, cursor) in pending:
-            names = set(pending[(key, cursor)])
+            names = pending[(key, cursor)]
         else:
             continue  # a page of a listing whose start this transcript does not hold
-        names |= {t["name"] for t in result["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)}
+        names = names | Listing((list_fact(x, result["tools"], "string-names", string_names),))
         after = result.get("nextCursor")
         if isinstance(after, str):
             pending[(key, after)] = names
         else:
-            known = complete.get(key, (set(), i))[0]
+            known = complete.get(key, (Listing(), i))[0]
             complete[key] = (known | names, i)
     return complete
 
@@ -234,22 +259,38 @@ def tool_09(x: Exchange) -> list[Violation]:
     return out
 
 
-def _tool_schemas(x: Exchange) -> dict[str, dict[str, Any] | None]:
-    """Each listed tool's inputSchema; None for a tool listed with two different schemas."""
-    schemas: dict[str, dict[str, Any] | None] = {}
-    for pair, _i, result in cacheable_complete(x):
-        if pair.method != "tools/list" or not isinstance(result.get("tools"), list):
-            continue
-        for tool in result["tools"]:
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+class ToolSchemas:
+    """Each listed tool's inputSchema, looked up by name; None for a tool listed with two different
+    schemas or one that is not an object. Each page is read once per distinct content (list_facts),
+    and only the tools called are looked at: a 100,000-tool listing is not copied per transcript."""
+
+    __slots__ = ("pages",)
+
+    def __init__(self, pages: list[tuple[list[Any], dict[str, int]]]) -> None:
+        self.pages = pages
+
+    def __bool__(self) -> bool:
+        return any(at for _, at in self.pages)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = None
+        for tools, at in self.pages:
+            j = at.get(name)
+            if j is None:
                 continue
-            schema = tool.get("inputSchema")
-            name = tool["name"]
-            if not isinstance(schema, dict) or (name in schemas and schemas[name] != schema):
-                schemas[name] = None
-            else:
-                schemas[name] = schema
-    return schemas
+            if j < 0:
+                return None
+            schema = tools[j]["inputSchema"]
+            if found is not None and found != schema:
+                return None
+            found = schema
+        return found
+
+
+def _tool_schemas(x: Exchange) -> ToolSchemas:
+    return ToolSchemas([(result["tools"], list_fact(x, result["tools"], "input-schemas", input_schema_at))
+                        for pair, _i, result in cacheable_complete(x)
+                        if pair.method == "tools/list" and isinstance(result.get("tools"), list)])
 
 
 _RFC3339: Final = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})\Z")

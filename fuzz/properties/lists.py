@@ -9,15 +9,13 @@ a cursor is an opaque value the client may hand to any process (SL-3).
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import strategies as st
 
 from mcp_tempest.fuzz.oracle.model import Violation
 from mcp_tempest.fuzz.properties.base import Context, Probe, Property
 from mcp_tempest.fuzz.properties.case import Binding, Case
 from mcp_tempest.fuzz.properties.common import Call, CaseBuilder, id_styles, surface_calls
-from mcp_tempest.fuzz.properties.compare import list_diff, list_items
+from mcp_tempest.fuzz.properties.compare import Listed, list_diff, list_items, same_items_in_any_split
 from mcp_tempest.fuzz.properties.executor import Run
 
 LISTS: dict[str, tuple[str, str, str]] = {
@@ -100,15 +98,17 @@ class ListsProperty(Property):
         return out
 
 
-def _same_across_pages(run: Run, first: list[int], key: str, fresh2: list[Any], warm2: list[Any]) -> bool:
+def _same_across_pages(run: Run, first: list[int], key: str, fresh2: Listed, warm2: Listed) -> bool:
     """Whether both processes listed the same items over the two pages, only split or ordered
-    differently: the set did not change (TOOL-02 holds); the order is TOOL-03's business."""
+    differently: the set did not change (TOOL-02 holds); the order is TOOL-03's business. Items are
+    compared whole (was: the characters of their encodings, so "ab" and "ba" passed for equal)."""
     if len(first) < 2:
         return False
     fresh1, warm1 = list_items(run.response(first[0]), key), list_items(run.response(first[1]), key)
     if fresh1 is None or warm1 is None:
         return False
-    return sorted(map(repr, [*fresh1, *fresh2])) == sorted(map(repr, [*warm1, *warm2]))
+    return same_items_in_any_split([*fresh1.item_list(), *fresh2.item_list()],
+                                   [*warm1.item_list(), *warm2.item_list()])
 
 
 PROPERTY = ListsProperty()

@@ -31,7 +31,8 @@ def _parser() -> _Parser:
                         help=f"SQLite store shared by every process naming it (default {default_db_path()})")
     parser.add_argument("--bug", action="append", default=[], metavar="NAME",
                         help="switch on a mutant bug; repeatable (see --list-bugs)")
-    parser.add_argument("--list-bugs", action="store_true", help="print each bug name and its rule ids")
+    parser.add_argument("--list-bugs", action="store_true", help="print each bug: name, rule ids, the transport it shows over (stdio, http or both) "
+                             "and what it does, tab-separated")
     parser.add_argument("--state-ttl", type=float, default=600.0, metavar="SECONDS",
                         help="lifetime of a requestState (default 600)")
     parser.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
