@@ -88,8 +88,33 @@ def measure_list(kind: str, items: list[Any]) -> Cost:
     """What a whole list costs as the host sends it, one JSON array: tokens merge across the joins,
     so this is not the sum of the items' own counts (server-everything's 13 tools: 1,307 as one
     list, 1,305 summed)."""
-    text = "[" + ", ".join(_definition_json(kind, item) for item in items) + "]"
-    return Cost(kind, f"{kind} (one list)", count_tokens(text), len(text.encode("utf-8")))
+    parts = [_definition_json(kind, item) for item in items]
+    size = sum(len(p.encode("utf-8")) for p in parts) + 2 * max(len(parts) - 1, 0) + 2
+    tokens = 0
+    for chunk in _chunks(parts):
+        tokens += count_tokens(chunk)
+    return Cost(kind, f"{kind} (one list)", tokens, size)
+
+
+#: Characters of a list's JSON counted in one go. Up to this, a list is counted exactly as one
+#: string; a longer one (100,000 tools) in pieces of about this size, cut between items, so the
+#: tokenizer never holds the ids of a whole 10 MB list (3 million ints, over 100 MB): a piece's
+#: edges may merge a token or two differently than the whole would, a few tokens in millions.
+LIST_CHUNK_CHARS = 1 << 20
+
+
+def _chunks(parts: list[str]) -> Iterator[str]:
+    """The list's JSON text `[a, b, ...]` in pieces that together are the whole text."""
+    piece: list[str] = []
+    length = 0
+    for i, part in enumerate(parts):
+        if piece and length + len(part) > LIST_CHUNK_CHARS:
+            yield "".join(piece)
+            piece, length = [], 0
+        piece.append(("[" if i == 0 else ", ") + part)
+        length += len(piece[-1])
+    piece.append("]" if parts else "[]")
+    yield "".join(piece)
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -66,7 +67,8 @@ class SharedItems:
     def __init__(self) -> None:
         self.first: dict[str, list[Any]] = {}
         self._pages: dict[bytes, list[Any]] = {}  # content digest -> the first page with that content
-        self._by_id: dict[int, bytes] = {}  # id of a page in `_pages` (held there, so the id is its own)
+        # id of each page shared here -> (the page, held so the id stays its own, its digest)
+        self._by_id: dict[int, tuple[list[Any], bytes]] = {}
 
     def begin(self, name: str, items: list[Any]) -> list[Any] | None:
         """The first read's items to share with (None: this read of `name` is the first: `items`,
@@ -85,36 +87,68 @@ class SharedItems:
             if page[i] is not old and same_item(page[i], old):
                 page[i] = old
 
-    def received(self, message: Any) -> None:
+    def received(self, message: Any) -> list[tuple[str, bytes]]:
         """Share the list in a received result (`message`, a JSON-RPC response) with the pages
-        received before; in place."""
+        received before, here or in another live transcript (`_RECENT_PAGES`: a case confirmed
+        on fresh processes is a second transcript of the same list); in place. The (key, digest)
+        of each page, for `remember_pages` once the message is recorded."""
         result = message.get("result") if isinstance(message, dict) else None
         if not isinstance(result, dict):
-            return
+            return []
+        out: list[tuple[str, bytes]] = []
         for key in LIST_KEYS:
             items = result.get(key)
             if isinstance(items, list) and items:
-                result[key] = self._page(key, items)
+                digest = content_digest(items)
+                if digest is not None:  # None: not writable as JSON (a lone surrogate): left as it is
+                    result[key] = self._page(key, items, digest)
+                    out.append((key, digest))
+        return out
 
-    def _page(self, key: str, items: list[Any]) -> list[Any]:
-        digest = content_digest(items)
-        if digest is None:  # not writable as JSON (a lone surrogate): left as it is
-            return items
+    def _page(self, key: str, items: list[Any], digest: bytes) -> list[Any]:
         earlier = self._pages.get(digest)
+        if earlier is None:
+            earlier = _recent_page(key, digest)
         if earlier is not None:
-            return earlier
-        first = self.first.get(key)
-        if first is None:
-            self.first[key] = items
-        elif same_item(items[0], first[0]):
-            self.share(items, first, 0)
-        self._pages[digest] = items
-        self._by_id[id(items)] = digest
+            items = earlier
+        else:
+            first = self.first.get(key)
+            if first is None:
+                self.first[key] = items
+            elif same_item(items[0], first[0]):
+                self.share(items, first, 0)
+        self._pages.setdefault(digest, items)
+        self._by_id[id(items)] = (items, digest)
         return items
 
     def digest(self, items: list[Any]) -> bytes | None:
         """The content digest of a page `received` shared (None for any other list)."""
-        return self._by_id.get(id(items))
+        held = self._by_id.get(id(items))
+        return held[1] if held is not None and held[0] is items else None
+
+
+# The big list pages of every live transcript, by (list key, digest): a weak reference to the event
+# that holds each, so a page outlives no transcript. At most this many are remembered.
+RECENT_PAGES: Final = 16
+_RECENT_PAGES: dict[tuple[str, bytes], weakref.ref[Event]] = {}
+
+
+def _recent_page(key: str, digest: bytes) -> list[Any] | None:
+    ref = _RECENT_PAGES.get((key, digest))
+    event = ref() if ref is not None else None
+    message = event.message if event is not None else None
+    result = message.get("result") if isinstance(message, dict) else None
+    page = result.get(key) if isinstance(result, dict) else None
+    return page if isinstance(page, list) else None
+
+
+def remember_pages(event: Event, pages: list[tuple[str, bytes]]) -> None:
+    """Offer `event`'s shared pages to the transcripts that receive the same lists later."""
+    for page in pages:
+        _RECENT_PAGES.pop(page, None)
+        _RECENT_PAGES[page] = weakref.ref(event)
+    while len(_RECENT_PAGES) > RECENT_PAGES:
+        del _RECENT_PAGES[next(iter(_RECENT_PAGES))]
 
 
 def content_digest(value: Any) -> bytes | None:
@@ -160,7 +194,7 @@ EventKind = Literal[
 ]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Event:
     kind: EventKind
     t: float
@@ -247,9 +281,13 @@ class Transcript:
         """
         message = fields.get("message")
         raw = fields.get("raw")
-        if kind == "recv" and raw is not None and len(raw) >= SHARE_BYTES and isinstance(message, dict):
-            with _ADD_LOCK:  # the registry is the transcript's, and drivers record from several threads
-                self.shared.received(message)
+        if kind == "recv" and raw is not None and len(raw) >= SHARE_BYTES and isinstance(message, dict) \
+                and "result" in message:
+            with _ADD_LOCK:  # the registries are shared, and drivers record from several threads
+                pages = self.shared.received(message)
+                self.events.append(Event(kind, time.monotonic() - self.started, **fields))
+                remember_pages(self.events[-1], pages)
+                return len(self.events) - 1
         with _ADD_LOCK:
             if kind == "recv" and isinstance(message, dict) and "method" in message and "id" not in message:
                 self.notifications += 1

@@ -258,3 +258,21 @@ def test_every_fuzz_report_has_the_catalogue_from_the_campaigns_own_probe(tmp_pa
     assert f"### Catalogue of `{target}`" in summary and cat.summary_line() + "." in summary
     assert f"| tool {top.name} | {top.tokens} | {top.bytes} |" in summary
     assert f"<td>tool {top.name}</td><td>{top.tokens}</td>" in (tmp_path / "fz" / "report.html").read_text()
+
+
+def test_a_long_list_is_counted_in_pieces_that_are_the_whole_text() -> None:
+    """Tools as one list: counted exactly as one string up to LIST_CHUNK_CHARS; a longer list in
+    pieces cut between items (the ids of a 10 MB list were over 100 MB of the harness)."""
+    from mcp_tempest.fuzz.catalogue import LIST_CHUNK_CHARS, _chunks, _definition_json, measure_list
+    from mcp_tempest.fuzz.token_count import count_tokens
+
+    small = [{"name": f"t{i}", "description": f"Tool number {i}."} for i in range(13)]
+    whole = "[" + ", ".join(_definition_json("tools", t) for t in small) + "]"
+    assert measure_list("tools", small).tokens == count_tokens(whole)
+    assert measure_list("tools", small).bytes == len(whole.encode("utf-8"))
+    big = [{"name": f"t{i}", "description": "x" * 60} for i in range(2 * LIST_CHUNK_CHARS // 80)]
+    parts = [_definition_json("tools", t) for t in big]
+    pieces = list(_chunks(parts))
+    assert len(pieces) > 1 and "".join(pieces) == "[" + ", ".join(parts) + "]"
+    assert all(len(p) <= LIST_CHUNK_CHARS + max(map(len, parts)) + 2 for p in pieces)
+    assert list(_chunks([])) == ["[]"]
