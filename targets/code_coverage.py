@@ -56,7 +56,7 @@ DATA_NAME: Final = ".coverage"
 RC_NAME: Final = "coveragerc"
 MIN_COVERAGE: Final = "7.6"
 _OWN_SECTION: Final = "mcp_tempest"
-OWN_PACKAGE: Final = "mcp_tempest."  # the harness's own console script: `mcp-tempest serve`
+OWN_CONSOLE: Final = "mcp_tempest.fuzz.cli"  # what the harness's own console script imports: `mcp-tempest serve`
 # Warnings a measured server must not print: its stderr is evidence the oracle reads, and these
 # say nothing about the server (a process that ran none of the measured code is normal here).
 _QUIET: Final = ("no-data-collected", "module-not-imported", "module-not-measured", "already-imported",
@@ -377,7 +377,7 @@ def plan_coverage(spec: TargetSpec, sources: Sequence[str],
     if command.kind == "script":
         script = Path(command.what).resolve()
         paths.append(str(script.parent) if _package_like(script.parent) else str(script))
-    elif command.kind == "console" and command.imports.startswith(OWN_PACKAGE):
+    elif command.kind == "console" and command.imports == OWN_CONSOLE:
         # `mcp-tempest serve`: the server is the reference (and its mutants), not the harness
         # the console script also holds (measuring all of it said "1% of the server's code")
         from mcp_tempest.targets import mutants, reference

@@ -438,7 +438,8 @@ def test_two_real_releases_of_mcp_server_git(tmp_path: Path, git_releases: dict[
                             ("git_log", "compatible", "optional argument `end_timestamp` added")}
     costs = {t["name"]: (t["before"], t["after"]) for t in doc["comparison"]["tools"]}
     assert costs["git_init"][1] is None and costs["git_log"][1] > costs["git_log"][0]
-    assert doc["comparison"]["tokens"]["growth"] == doc["total_tokens"] - doc["comparison"]["old"]["total_tokens"]
+    tokens = doc["comparison"]["tokens"]  # every turn: tools as one list + instructions
+    assert tokens["after"] == doc["turn_tokens"] and tokens["growth"] == tokens["after"] - tokens["before"]
     saved = tmp_path / "old.json"  # the old release saved, then compared as a file: the same verdict
     code, _, proc = run(tmp_path, "--target", git_releases[GIT_OLD])
     saved.write_text(proc.stdout)

@@ -25,15 +25,18 @@ def test_a_failure_shows_no_addresses_and_no_plugin_frames(tmp_path):
 
 def test_the_suite_has_one_hypothesis_test_per_registered_property():
     """Derived from the registry: exactly the registered properties, in campaign order, each a
-    module-level Hypothesis test (what HypoFuzz collects) with its own example-database key."""
+    module-level Hypothesis test (what HypoFuzz collects) with its own example-database key, each
+    after a plain test of its named probes (the campaign's coverage phase)."""
     from hypothesis.internal.reflection import function_digest
 
     import mcp_tempest.fuzz.properties.suite as suite
     from mcp_tempest.fuzz.properties.base import all_properties
 
     names = [f"test_{name}" for name in all_properties()]
+    both = [n for name in names for n in (f"{name}_probes", name)]
     module_tests = [n for n in vars(suite) if n.startswith("test_")]
-    assert module_tests == names and suite.__all__ == names
+    assert module_tests == both and suite.__all__ == both
+    assert not any(getattr(getattr(suite, f"{n}_probes"), "is_hypothesis_test", False) for n in names)
     tests = [getattr(suite, n) for n in names]
     assert all(t.is_hypothesis_test and t.__name__ == n and t.__module__ == suite.__name__
                for t, n in zip(tests, names, strict=True))

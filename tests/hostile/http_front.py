@@ -44,7 +44,10 @@ NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def decoded(value: str | None) -> str | None:
-    """A header value with HDR-06's base64 sentinel undone (None: absent or undecodable)."""
+    """A header value with HDR-06's base64 sentinel undone (None: absent or undecodable), and
+    the optional whitespace around it dropped (RFC 9110 §5.5: a correct server accepts it)."""
+    if value is not None:
+        value = value.strip(" \t")
     if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
         return value
     try:
