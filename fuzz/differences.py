@@ -24,12 +24,12 @@ from mcp_tempest.fuzz.oracle.model import Violation
 from mcp_tempest.fuzz.properties.case import Case
 from mcp_tempest.fuzz.properties.compare import describe_shape, list_diff, list_items, shape
 from mcp_tempest.fuzz.properties.executor import Run
+from mcp_tempest.fuzz.properties.lists import LISTS
 
 RULE = "DIFF"
 TITLE = "behaviour differs between targets"
 #: The list methods, and the member that holds their items (compared exactly, `_meta` aside).
-LIST_KEYS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts",
-             "resources/templates/list": "resourceTemplates"}
+LIST_KEYS = {method: key for method, (key, _capability, _rule) in LISTS.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,9 +215,6 @@ class JobState:
     reach: Reach = field(default_factory=Reach)  # how the job's valid tools/call steps were answered
     new_kinds: int = 0  # kinds of answer the example being judged drew that no earlier one did
 
-    def time_left(self, now: float) -> bool:
-        return now < self.hard_deadline
-
     def may_generate(self, now: float) -> bool:
         limit = self.hard_deadline - (self.shrink_reserve if self.round_failures else 0.0)
         return self.generated < self.cap and now < limit

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 
 import psutil
 
@@ -40,3 +41,28 @@ def end_test_processes(harness: subprocess.Popen[bytes] | subprocess.Popen[str],
     for pid in marked(marker):
         with contextlib.suppress(psutil.Error):
             psutil.Process(pid).kill()
+
+
+def run_measured(argv: list[str], *, timeout: float, env: dict[str, str] | None = None,
+                 cwd: str | os.PathLike[str] | None = None) -> tuple[int, str, str, float, float]:
+    """Run `argv`; its exit status, stdout, stderr, seconds taken and peak RSS in MB (sampled)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            env=env, preexec_fn=default_sigint)
+    peak = 0
+    ps = psutil.Process(proc.pid)
+    try:
+        while proc.poll() is None and time.monotonic() - start < timeout:
+            try:
+                peak = max(peak, ps.memory_info().rss)
+            except psutil.Error:
+                break
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, time.monotonic() - start, peak / 2**20

@@ -15,14 +15,13 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
-import psutil
 import pytest
 from fuzz_support import PYTHON, run_cli
+from process_support import run_measured
 
 from mcp_tempest.fuzz.catalogue import diff_listings, measure_item
 from mcp_tempest.fuzz.findings import Evidence, FindingStore, load_repro
@@ -246,24 +245,11 @@ def test_one_hundred_thousand_tools_fuzz_under_300_mb(tmp_path: Path) -> None:
             "stdio:" + shlex.join([PYTHON, str(HOSTILE / "hostile_list.py"), "--tools", "100000"]),
             "--max-examples", "10", "--seed", "1", "--out", str(out), "--progress", "never", "--no-coverage",
             "--properties", "valid,lists"]
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    ps = psutil.Process(proc.pid)
-    while proc.poll() is None and time.monotonic() - started < 600:
-        try:
-            peak = max(peak, ps.memory_info().rss)
-        except psutil.Error:
-            break
-        time.sleep(0.05)
-    if proc.poll() is None:
-        proc.kill()
-    stdout, stderr = proc.communicate(timeout=60)
-    seconds = time.monotonic() - started
-    print(f"100,000 tools, fuzz --max-examples 10: peak {peak / 2**20:.0f} MB, {seconds:.1f} s, "
-          f"exit {proc.returncode}", file=sys.stderr)
-    assert "Traceback" not in stderr and proc.returncode in (0, 1), stderr[-3000:]
+    status, stdout, stderr, seconds, peak_mb = run_measured(argv, timeout=600)
+    print(f"100,000 tools, fuzz --max-examples 10: peak {peak_mb:.0f} MB, {seconds:.1f} s, exit {status}",
+          file=sys.stderr)
+    assert "Traceback" not in stderr and status in (0, 1), stderr[-3000:]
     assert f"tools: {MAX_SURFACE_ITEMS} of 100000 listed tools exercised" in stdout
     for prop in ("valid", "lists"):
         assert re.search(rf"{prop}\[stdio\]\s+[1-9]\d* examples", stdout), stdout[-3000:]
-    assert peak / 2**20 < 300
+    assert peak_mb < 300

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from process_support import default_sigint, end_test_processes, marked
+from process_support import default_sigint, end_test_processes, marked, run_measured
 
 from mcp_tempest.targets import cgroups, wire
 from mcp_tempest.targets.ownership import tagged_processes
@@ -39,30 +39,6 @@ TAG_VAR = "HOSTILE_TEST_TAG"
 
 def hostile(name: str, *args: str) -> str:
     return shlex.join([PY, str(HOSTILE / name), *args])
-
-
-def run_measured(argv: list[str], *, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str, str, float, float]:
-    """Run `argv`; its exit status, stdout, stderr, seconds taken and peak RSS in MB (sampled)."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env=env, preexec_fn=default_sigint)
-    peak = 0
-    ps = psutil.Process(proc.pid)
-    try:
-        while proc.poll() is None and time.monotonic() - start < timeout:
-            try:
-                peak = max(peak, ps.memory_info().rss)
-            except psutil.Error:
-                break
-            time.sleep(0.05)
-        if proc.poll() is None:
-            proc.kill()
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err, time.monotonic() - start, peak / 2**20
 
 
 def tagged_env() -> tuple[dict[str, str], str]:
@@ -114,7 +90,7 @@ def test_headers_one_byte_every_half_second_do_not_outlast_the_timeout(http_serv
     else:
         argv = [*CLI, "fuzz", "--target", url, "--timeout", "2", "--max-examples", "3", "--seed", "1",
                 "--out", str(tmp_path / "out"), "--no-database", "--progress", "never"]
-    status, _out, err, seconds, _rss = run_measured(argv, timeout=120)
+    status, _out, err, seconds, _rss = run_measured(argv, timeout=120, cwd=ROOT)
     assert status == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert seconds < 60, f"{command} took {seconds:.1f} s with --timeout 2"
@@ -136,7 +112,7 @@ def test_endless_body_costs_bounded_memory_when_spawned(mode: str) -> None:
     target = f"http+spawn:{hostile('slow_http.py', '{port}', mode)}"
     env, tag = tagged_env()
     status, _out, err, seconds, rss = run_measured(
-        [PY, "-m", "mcp_tempest.targets.probe", "--target", target, "--timeout", "3"], timeout=120, env=env
+        [PY, "-m", "mcp_tempest.targets.probe", "--target", target, "--timeout", "3"], timeout=120, env=env, cwd=ROOT
     )
     assert status == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -148,7 +124,8 @@ def test_endless_body_costs_bounded_memory_when_spawned(mode: str) -> None:
 def test_endless_body_costs_bounded_memory_in_load_discovery(http_server) -> None:
     url = http_server("chunked")
     status, _out, err, _seconds, rss = run_measured(
-        [PY, "-m", "mcp_tempest.load", "--target", url, "--run-time", "2s", "--timeout", "3", "--users", "1"], timeout=120
+        [PY, "-m", "mcp_tempest.load", "--target", url, "--run-time", "2s", "--timeout", "3", "--users", "1"], timeout=120,
+        cwd=ROOT,
     )
     assert status == 2, err
     assert "Traceback" not in err, err
@@ -227,7 +204,7 @@ def test_double_forking_daemons_leave_no_process_after_a_campaign(transport: str
     status, out, err, _seconds, rss = run_measured(
         [*CLI, "fuzz", "--target", target, "--max-examples", "12", "--seed", "3", "--properties", "valid,handoff",
          "--out", str(tmp_path / "out"), "--no-database", "--progress", "never", "--timeout", "5"],
-        timeout=300, env=env,
+        timeout=300, env=env, cwd=ROOT,
     )
     assert status in (0, 1), out + err
     assert "Traceback" not in err
@@ -361,7 +338,7 @@ def test_peak_memory_of_a_300_example_campaign_against_a_correct_stdio_server(tm
     status, out, err, _seconds, rss = run_measured(
         [*CLI, "fuzz", "--transports", "stdio", "--max-examples", "300", "--seed", "1", "--out", str(tmp_path / "o"),
          "--no-database", "--progress", "never"],
-        timeout=900,
+        timeout=900, cwd=ROOT,
     )
     assert status == 0, out + err
     assert rss < RSS_BOUND_MB, f"peak RSS {rss:.0f} MB"

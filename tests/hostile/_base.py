@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 MODERN = "2026-07-28"
@@ -69,6 +70,35 @@ def reply(line: bytes) -> dict[str, Any] | None:
     if method == "server/discover":
         return result(rid, {"supportedVersions": [MODERN], "capabilities": {}, "ttlMs": 0, "cacheScope": "public"})
     return error(rid, -32601, "Method not found")
+
+
+def reply_with(line: bytes, answer: Callable[[str, dict[str, Any]], dict[str, Any] | None],
+               discover: dict[str, Any]) -> dict[str, Any] | None:
+    """The reply of a server with more methods than this one: the correct reply, except that a
+    method it answers -32601 is answered with the result body `answer(method, params)` gives
+    (None: still -32601), and server/discover's result takes the `discover` members."""
+    out = reply(line)
+    if out is None:
+        return None
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return out
+    if not isinstance(msg, dict):
+        return out
+    if out.get("error", {}).get("code") == -32601:
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        body = answer(str(msg.get("method")), params)
+        if body is not None:
+            out = result(msg.get("id"), body)
+    elif msg.get("method") == "server/discover" and "result" in out:
+        out["result"].update(discover)
+    return out
+
+
+def tool_called(params: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call result naming the tool: what the hostile list servers' tools do."""
+    return {"content": [{"type": "text", "text": f"called {params.get('name')}"}]}
 
 
 def write(msg: dict[str, Any]) -> None:

@@ -103,24 +103,16 @@ def tools_page(cursor: Any) -> dict[str, Any]:
     return body
 
 
+def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    if method == "tools/list":
+        return tools_page(params.get("cursor"))
+    return _base.tool_called(params) if method == "tools/call" else None
+
+
 def handle(line: bytes, n: int) -> None:
-    out = _base.reply(line)
-    if out is None:
-        return
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        msg = None
-    if isinstance(msg, dict) and out.get("error", {}).get("code") == -32601:
-        rid = msg.get("id")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        if msg.get("method") == "tools/list":
-            out = _base.result(rid, tools_page(params.get("cursor")))
-        elif msg.get("method") == "tools/call":
-            out = _base.result(rid, {"content": [{"type": "text", "text": f"called {params.get('name')}"}]})
-    elif isinstance(msg, dict) and msg.get("method") == "server/discover" and "result" in out:
-        out["result"]["capabilities"] = {"tools": {}}
-    write_out(out)
+    out = _base.reply_with(line, answer, {"capabilities": {"tools": {}}})
+    if out is not None:
+        write_out(out)
 
 
 if __name__ == "__main__":

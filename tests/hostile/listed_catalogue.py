@@ -24,26 +24,21 @@ LISTS = {"tools/list": "tools", "resources/list": "resources", "resources/templa
          "prompts/list": "prompts"}
 
 
+def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    if method in LISTS:
+        return {LISTS[method]: CATALOGUE.get(LISTS[method], [])}
+    return _base.tool_called(params) if method == "tools/call" else None
+
+
+DISCOVER: dict[str, Any] = {"capabilities": {"tools": {}, "resources": {}, "prompts": {}}}
+if isinstance(CATALOGUE.get("instructions"), str):
+    DISCOVER["instructions"] = CATALOGUE["instructions"]
+
+
 def handle(line: bytes, n: int) -> None:
-    out = _base.reply(line)
-    if out is None:
-        return
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        msg = None
-    if isinstance(msg, dict) and out.get("error", {}).get("code") == -32601:
-        rid, method = msg.get("id"), msg.get("method")
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        if method in LISTS:
-            out = _base.result(rid, {LISTS[method]: CATALOGUE.get(LISTS[method], [])})
-        elif method == "tools/call":
-            out = _base.result(rid, {"content": [{"type": "text", "text": f"called {params.get('name')}"}]})
-    elif isinstance(msg, dict) and msg.get("method") == "server/discover" and "result" in out:
-        out["result"]["capabilities"] = {"tools": {}, "resources": {}, "prompts": {}}
-        if isinstance(CATALOGUE.get("instructions"), str):
-            out["result"]["instructions"] = CATALOGUE["instructions"]
-    _base.write(out)
+    out = _base.reply_with(line, answer, DISCOVER)
+    if out is not None:
+        _base.write(out)
 
 
 if __name__ == "__main__":
