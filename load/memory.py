@@ -87,9 +87,15 @@ def analyse(
     load_end: float,
     threshold_mb: float,
     requests: int = 0,
+    timeline: list[dict[str, Any]] | None = None,
+    timeline_origin: float | None = None,
 ) -> dict[str, Any]:
     """Growth per instance between the end of warm-up and the end of the load (epoch seconds);
-    the verdict uses the largest growth."""
+    the verdict uses the largest growth.
+
+    Bytes per request divide that growth by the requests completed in the same window (from the
+    per-second timeline when there is one): dividing by the whole run's count, warm-up included,
+    understated it by the warm-up's share, more so when a busy machine slowed the later seconds."""
     warm = load_start + max(1.0, 0.25 * (load_end - load_start))
     instances = []
     for i, series in enumerate(samples):
@@ -119,9 +125,13 @@ def analyse(
         "exceeded": growth is not None and growth > threshold_mb,
         "instances": instances,
     }
+    if timeline and timeline_origin is not None:
+        requests = sum(int(sec["requests"]) for sec in timeline
+                       if warm <= timeline_origin + sec["t"] and timeline_origin + sec["t"] < load_end)
     if growth is not None and requests:
         total = sum(inst.get("growth_mb", 0.0) for inst in instances)
         report["bytes_per_request"] = round(max(total, 0.0) * MB / requests, 1)
+        report["requests_measured"] = requests
     if report["exceeded"]:
         report["rule"] = "MRTR-17"  # DERIVED: abandoned or finished work must not pin memory
     return report

@@ -684,7 +684,8 @@ def _run(
         load_start = summary.get("started_at") or t_start
         load_end = summary.get("stopped_at") or t_end
         summary["memory"] = analyse(sampler.samples, load_start=load_start, load_end=load_end,
-                                    threshold_mb=args.memory_threshold_mb, requests=summary.get("requests", 0))
+                                    threshold_mb=args.memory_threshold_mb, requests=summary.get("requests", 0),
+                                    timeline=summary.get("timeline"), timeline_origin=summary.get("timeline_origin"))
     else:
         summary["memory"] = {"sampled": False}
     results = gates_mod.evaluate(gates, summary)
@@ -825,7 +826,8 @@ def _run_compare(args: argparse.Namespace, spec: TargetSpec, old: TargetSpec, ou
     if sampler is not None:
         summary["memory"] = analyse(sampler.samples, load_start=summary.get("started_at") or t_start,
                                     load_end=summary.get("stopped_at") or t_end,
-                                    threshold_mb=args.memory_threshold_mb, requests=summary.get("requests", 0))
+                                    threshold_mb=args.memory_threshold_mb, requests=summary.get("requests", 0),
+                                    timeline=summary.get("timeline"), timeline_origin=summary.get("timeline_origin"))
     else:
         summary["memory"] = {"sampled": False}
     results = gates_mod.evaluate(gates, summary)

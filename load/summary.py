@@ -127,6 +127,8 @@ def build_summary(
         "setup_requests": setup,
         "distribution": distribution(overall),
         "timeline": timeline(rec),
+        # the epoch second the timeline's t=0 stands for (memory growth per request uses it)
+        "timeline_origin": min(rec.timeline) if rec.timeline else None,
         "failures_by_kind": dict(sorted(rec.failures.items())),
         "violations_by_rule": {
             rule: {"count": count, "example": rec.violation_examples.get(rule, "")}
