@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_tempest.fuzz import terminal_style
 from mcp_tempest.fuzz.findings import Evidence, Finding, FindingStore, PropertyRun
 from mcp_tempest.fuzz.hypothesis_compat import (
     ExampleDatabase,
@@ -681,9 +682,8 @@ class Progress:
 
     def __init__(self, mode: str = "auto", stream: Any = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        is_tty = is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"  # no escapes then
-        self.live = mode == "bar" or (mode == "auto" and is_tty)
+        # a terminal that takes escapes: not NO_COLOR, --no-color or TERM=dumb (fuzz/terminal_style.py)
+        self.live = mode == "bar" or (mode == "auto" and terminal_style.escapes_allowed(self.stream))
         self.quiet = mode == "never"
         self.total_examples: int | None = None
         self.duration: float | None = None
@@ -712,7 +712,8 @@ class Progress:
     def finding(self, finding: Finding) -> None:
         self.findings += 1
         # a title and a status may quote what the server wrote: shown escaped (fuzz/safe_text.py)
-        self._line(f"fuzz: finding {finding.id}: {finding.label} {finding.rule} {visible(finding.title)} "
+        label = terminal_style.severity(finding.label, terminal_style.colour_on(self.stream))
+        self._line(f"fuzz: finding {finding.id}: {label} {finding.rule} {visible(finding.title)} "
                    f"[{finding.property}/{finding.transport}]")
 
     def job_done(self, run: PropertyRun) -> None:

@@ -3,9 +3,17 @@
 Exit status (a promise, see CLI.md): 0 no findings, 1 findings, 2 usage error or unusable target;
 130 when interrupted before anything was found. A finding counts when it is confirmed and at or
 above `--fail-on` (default should); weaker or unconfirmed ones are observations: printed and in
-every report, never exit status 1. The last stdout line is always the summary
-`fuzz: N examples, P properties, F findings` (`, O observations` appended when there are any),
-also after Ctrl-C.
+every report, never exit status 1. A finding whose group a `--known` baseline names is known:
+counted, never exit status 1.
+
+The last stdout line of every run that got past its options (fuzz/verdict_line.py `final_line`),
+also after Ctrl-C, an unusable target or a full disk, is the counts and then the exit status in
+words: `fuzz: N examples, P properties, F findings[ (K known)][, O observations]: WORD (why)`,
+WORD one of PASS (0), FAIL (1, naming the new findings' rules), ERROR (2), INTERRUPTED (130),
+e.g. `fuzz: 20 examples, 7 properties, 1 finding: FAIL (1 finding: RT-01)`. findings.json's
+`verdict` holds the same words; `--out` gets findings.json, junit.xml, results.sarif and
+summary.md whatever the status, so a CI job always has its files (a run that never reached its
+campaign: one junit test case in error giving the reason, findings.json's `error`).
 """
 
 from __future__ import annotations
@@ -25,6 +33,15 @@ from typing import Any, NoReturn
 
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
+from mcp_tempest.fuzz.verdict_line import (
+    REASON_WIDTH,
+    end_without_campaign,
+    final_line,
+    findings_reason,
+    plural,
+    unusable,
+    verdict_json,
+)
 from mcp_tempest.targets import auth_client, extra_headers, fork_server, stop_request, validate
 from mcp_tempest.targets.mutants import campaign_notes
 from mcp_tempest.targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
@@ -338,6 +355,7 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         tool_args = load_tool_args(args.tool_args)
     except ToolArgsError as exc:
         print(f"mcp-tempest fuzz: {exc}", file=sys.stderr)
+        print(final_line("fuzz", _counts(0, len(props), [], []), 2, [visible(exc, REASON_WIDTH)]))
         return 2
     plans = _plan_code_coverage(specs, args)
     config.teardown_seconds = sum(p.teardown_seconds() if hasattr(p, "teardown_seconds") else 4.0
@@ -352,16 +370,19 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         compared = prepare_target(args.compare_spec, timeout=args.timeout, seed=seed) if args.compare_spec else None
     except UnusableTarget as exc:
         print(f"mcp-tempest fuzz: unusable target: {visible(exc)}", file=sys.stderr)
-        print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
-        return 2
+        return end_without_campaign("fuzz", _counts(0, len(props), [], []), 2, unusable(visible(exc)),
+                                    out_dir=out_dir, target=target_text, seed=seed, fail_on=args.fail_on)
     except KeyboardInterrupt:
         print("mcp-tempest fuzz: interrupted before the campaign started", file=sys.stderr)
-        print(f"fuzz: 0 examples, {len(props)} properties, 0 findings")
-        return 130
+        return end_without_campaign("fuzz", _counts(0, len(props), [], []), 130,
+                                    "interrupted before the campaign started", out_dir=out_dir, target=target_text,
+                                    seed=seed, fail_on=args.fail_on)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         print(f"mcp-tempest fuzz: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        print(final_line("fuzz", _counts(0, len(props), [], []), 2,
+                         [f"cannot create {out_dir}: {exc.strerror or exc}"]))
         return 2
     cwd = os.getcwd()
     conditions = ReplayConditions(
@@ -393,8 +414,9 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     except UnusableTarget as exc:
         progress.close()
         print(f"mcp-tempest fuzz: {visible(exc)}", file=sys.stderr)
-        print(_summary_line(store.examples, len(props), store.failures, store.observations))
-        return 2
+        counts = _counts(store.examples, len(props), store.failures, store.observations)
+        return end_without_campaign("fuzz", counts, 2, unusable(visible(exc)), out_dir=out_dir, target=target_text,
+                                    seed=seed, store=store)
     finally:
         progress.close()
     from mcp_tempest.fuzz.coverage import coverage_report, known_report
@@ -421,13 +443,19 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         store.extra["differences"] = differences_json(store.findings)
     known = known_report(store.findings, args.known_groups, result.replayed)
     store.extra["known"] = known
-    store.write_index()
     findings = store.findings
     failures = store.failures
+    new = [f for f in failures if f.id not in args.known_groups]
+    errors = [r for r in result.runs if r.error]
+    status = 1 if new else 130 if result.interrupted else 2 if errors else 0  # errors: not tested is no pass
+    counts = _counts(result.examples, len(props), failures, store.observations, len(failures) - len(new))
+    reasons = _reasons(status, new, errors, bool(args.known_groups), result.interrupted, bool(failures))
+    store.extra["verdict"] = verdict_json("fuzz", counts, status, reasons)
+    store.write_index()
     try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
         write_reports(out_dir, result.runs, findings, target=target_text, seed=seed, examples=result.examples,
                       seconds=result.seconds, interrupted=result.interrupted, notes=result.notes,
-                      fail_on=args.fail_on, catalogues=catalogues, reach=store.extra.get("reach"))
+                      fail_on=args.fail_on, catalogues=catalogues, extra=store.extra)
         if args.write_regressions and findings:
             from mcp_tempest.fuzz.regression import write_regressions
 
@@ -435,10 +463,12 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
             print(f"fuzz: {len(written)} regression test(s) written to {args.write_regressions}")
     except OSError as exc:
         store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
-    new = [f for f in failures if f.id not in args.known_groups]
     if store.write_error:
         print(f"mcp-tempest fuzz: {visible(store.write_error)}", file=sys.stderr)
-        print(_summary_line(result.examples, len(props), failures, store.observations))
+        reasons = [visible(store.write_error), *reasons]
+        store.extra["verdict"] = verdict_json("fuzz", counts, 2, reasons)
+        store.write_index()  # where the disk still takes it: the file says why the run failed
+        print(final_line("fuzz", counts, 2, reasons))
         return 2
     _print_summary(result, findings, args.fail_on)
     from mcp_tempest.fuzz.coverage import print_coverage, print_known
@@ -450,17 +480,26 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     for line in code_lines:
         print(line)
     print_known(known)
-    errors = [r for r in result.runs if r.error]
     for run in errors:
         print(f"fuzz: error: {run.property}[{run.transport}]: {visible(run.error)}")
-    print(_summary_line(result.examples, len(props), failures, store.observations))
-    if new:
-        return 1
-    if result.interrupted:
-        return 130
+    print(final_line("fuzz", counts, status, reasons))
+    return status
+
+
+def _reasons(status: int, new: list[Any], errors: list[Any], baseline: bool, interrupted: bool,
+             found: bool) -> list[str]:
+    """Why the run ends with `status`, in the words of the lines above: the new findings' rules
+    (new against --known when one was given), the property runs that could not run, a stop."""
+    reasons = [findings_reason(new, new=baseline)] if new else []
     if errors:
-        return 2  # a property that could not be tested is not a pass
-    return 0
+        first = errors[0]
+        reasons.append(f"{first.property}[{first.transport}] could not run: {visible(first.error, REASON_WIDTH)}"
+                       + (f" (and {plural(len(errors) - 1, 'more run')})" if len(errors) > 1 else ""))
+    if interrupted:
+        reasons.append("interrupted before the budget was spent")
+    if status == 0 and found:
+        reasons.append("every finding is in --known")
+    return reasons
 
 
 def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> list[Any]:
@@ -553,20 +592,28 @@ def _tools_report(result: Any, prepared: list[Any]) -> Any:
     return ToolsReport(merged(tallies), listed, withheld)
 
 
-def _summary_line(examples: int, props: int, failures: list[Any], observations: list[Any]) -> str:
-    line = f"fuzz: {examples} examples, {props} properties, {len(failures)} findings"
-    return line + (f", {len(observations)} observations" if observations else "")
+def _counts(examples: int, props: int, failures: list[Any], observations: list[Any], known: int = 0) -> str:
+    """`20 examples, 7 properties, 2 findings (2 known), 1 observation`: the last line's counts."""
+    line = (f"{plural(examples, 'example')}, {plural(props, 'property', 'properties')}, "
+            f"{plural(len(failures), 'finding')}" + (f" ({known} known)" if known else ""))
+    return line + (f", {plural(len(observations), 'observation')}" if observations else "")
 
 
 def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
+    from mcp_tempest.fuzz import terminal_style
+
+    on = terminal_style.colour_on(sys.stdout)
     for note in result.notes:
         print(f"note: {visible(note)}")
     for run in result.runs:
         status = run.error and f"harness error: {run.error}" or run.note or ("skipped" if run.skipped else "")
         aside = ", ".join(part for part in (f"{run.shrinks} shrinking" if run.shrinks else "",
                                             f"{run.replays} replayed" if run.replays else "") if part)
-        print(f"  {run.property + '[' + run.transport + ']':<18} {run.examples:>6} examples {run.seconds:>7.1f} s"
-              + (f" (+{aside})" if aside else "") + (f"  {visible(status)}" if status else ""))
+        row = (f"  {run.property + '[' + run.transport + ']':<18} {run.examples:>6} examples {run.seconds:>7.1f} s"
+               + (" " + terminal_style.aside(f"(+{aside})", on) if aside else ""))
+        # within terminal_style.COLUMNS: a long status goes under its row (the error again below, whole)
+        for line in terminal_style.with_status(row, visible(status, terminal_style.STATUS_WIDTH).split("; ")):
+            print(line)
     if result.interrupted:
         print("fuzz: interrupted; what was found so far is on disk")
     from mcp_tempest.fuzz.differences import is_difference
@@ -583,8 +630,8 @@ def _print_summary(result: Any, findings: list[Any], fail_on: str) -> None:
         from mcp_tempest.fuzz.findings import probe_text
 
         probe = f"; probes {probe_text(f)}" if f.probe else ""
-        print(f"  {kind} {f.id}: {f.label} {f.rule} {visible(f.title)} [{visible(where + probe)}] x{f.count} "
-              f"-> {f.repro}")
+        print(f"  {kind} {f.id}: {terminal_style.severity(f.label, on)} {f.rule} {visible(f.title)} "
+              f"[{visible(where + probe)}] x{f.count} -> {f.repro}")
 
 
 def _list_properties() -> int:

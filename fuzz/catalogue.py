@@ -18,6 +18,7 @@ from typing import Any, Final
 from mcp_tempest.fuzz.findings import Evidence
 from mcp_tempest.fuzz.oracle.model import Violation
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, html_text, markdown_cell, markdown_code, visible
+from mcp_tempest.fuzz.terminal_style import COLUMNS, cell, columns
 from mcp_tempest.fuzz.token_count import ENCODING, count_tokens, definition_text
 from mcp_tempest.strategies.json_bounds import MAX_WRITTEN_DEPTH, json_text, nesting_depth, same_json
 from mcp_tempest.targets.list_reader import ListBudget, ListRead, SharedItems
@@ -248,10 +249,12 @@ class Catalogue:
         """`table`, a line at a time: a catalogue of 150,000 tools is printed, not held twice."""
         parts = self.everything()
         shown = parts if limit is None else parts[:limit]
-        width = max([len(visible(_label(c), NAME_WIDTH)) for c in shown] + [20])
+        # the label column: as wide as the widest label, within COLUMNS (a wide character is two)
+        room = COLUMNS - len(f"  {0:>7}  {0:>7}")
+        width = min(max([columns(visible(_label(c), NAME_WIDTH)) for c in shown] + [20]), room)
         yield f"{'definition':<{width}}  {'tokens':>7}  {'bytes':>7}"
         for c in shown:
-            yield f"{visible(_label(c), NAME_WIDTH):<{width}}  {c.tokens:>7}  {c.bytes:>7}"
+            yield f"{cell(visible(_label(c), NAME_WIDTH), width)}  {c.tokens:>7}  {c.bytes:>7}"
         if len(shown) < len(parts):
             yield f"... {len(parts) - len(shown)} more"
         yield from self._totals()

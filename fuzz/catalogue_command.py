@@ -11,14 +11,23 @@ names (breaking by default), growth past `--max-token-growth`, or a side read in
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
 
 import orjson
 
 from mcp_tempest.fuzz import catalogue_compare
+from mcp_tempest.fuzz.safe_text import visible
+from mcp_tempest.fuzz.verdict_line import (
+    REASON_WIDTH,
+    final_line,
+    findings_reason,
+    plural,
+    unusable,
+    verdict_json,
+)
 from mcp_tempest.targets import extra_headers, validate
 from mcp_tempest.targets.list_reader import add_budget_options, budget_from_args
 from mcp_tempest.targets.probe import DEFAULT_PROBE_TIMEOUT, ProbeFailure
@@ -50,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "drift fails, untrusted-text flags are observations); with --compare also the kinds of "
                         "change that do (default breaking), e.g. breaking,description")
     p.add_argument("--out", metavar="DIR", help="where findings.json, repro/ and catalogue.json go "
-                   "(default ./tempest-out/catalogue-<timestamp>/)")
+                   "(default: none, nothing is written)")
     p.add_argument("--timeout", type=float, default=DEFAULT_PROBE_TIMEOUT, help="seconds to wait for each answer")
     add_budget_options(p)  # --max-pages, --max-list-mib, --list-seconds: each pass over the lists is bounded
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback host")
@@ -62,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def catalogue_main(argv: list[str]) -> int:
     from mcp_tempest.fuzz.catalogue import Catalogue, catalogue_evidence, over_budget, read
     from mcp_tempest.fuzz.findings import FindingStore, atomic_write
-    from mcp_tempest.fuzz.safe_text import visible
+    from mcp_tempest.fuzz.terminal_style import RED, colour_on, paint, severity
 
     args = build_parser().parse_args(argv)
     try:
@@ -77,20 +86,28 @@ def catalogue_main(argv: list[str]) -> int:
         old = None if compare_gate is None else catalogue_compare.load_old(
             args.compare, timeout=args.timeout, budget=budget, allow_remote=args.allow_remote)
         reading = read(spec, timeout=args.timeout, budget=budget, drift=not args.no_drift)
-    except (validate.InputError, extra_headers.HeaderError, TargetError, ProbeFailure) as exc:
-        print(f"catalogue: {visible(exc)}", file=sys.stderr)  # a probe failure may quote the server
+    except (validate.InputError, extra_headers.HeaderError, TargetError) as exc:
+        print(f"catalogue: {visible(exc)}", file=sys.stderr)
         return 2
+    except ProbeFailure as exc:  # may quote the server: escaped
+        print(f"catalogue: {visible(exc)}", file=sys.stderr)
+        return _ended(args.json, args.target, 2, unusable(visible(exc)))
+    except KeyboardInterrupt:
+        return _ended(args.json, args.target, 130, "interrupted before the catalogue was read")
     cat = Catalogue.from_probe(reading.first)
     # --compare: judged, and the definitions kept as text for a later --compare, before the items go.
     comparison = None if old is None else catalogue_compare.compare(args.compare, old, cat, compare_gate)
     definitions = catalogue_compare.saved_definitions(cat)
-    out_dir = Path(args.out) if args.out else Path("tempest-out") / (
-        "catalogue-" + _dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    # A report folder only when asked for (--out, or `out` configured): without one the findings
+    # are judged in a scratch folder, removed when this function returns (its finalizer).
+    scratch = None if args.out else tempfile.TemporaryDirectory(prefix="mcp-tempest-catalogue-")
+    out_dir = Path(args.out) if scratch is None else Path(scratch.name)
     try:
         store = FindingStore(out_dir, target=spec.text, seed=None, fail_on=args.fail_on)
     except OSError as exc:
         print(f"catalogue: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return _ended(args.json, spec.text, 2, f"cannot create {out_dir}: {exc.strerror or exc}",
+                      _counts(cat))
     for ev in catalogue_evidence(reading, cat):
         store.record(ev)
     fresh_note = reading.fresh_note
@@ -113,38 +130,87 @@ def catalogue_main(argv: list[str]) -> int:
     store.extra["catalogue"] = {k: v for k, v in doc.items() if k not in ("findings", "drift_checked", "over_budget")}
     if comparison is not None:
         doc["comparison"] = comparison.to_json()
+    failing = store.failures
+    compare_failed = comparison.failed if comparison is not None else ""
+    counts = _counts(cat, len(failing), len(store.observations))
+    reasons = _gate_reasons(cat, args, gate) + ([findings_reason(failing)] if failing else [])
+    reasons += [visible(compare_failed, REASON_WIDTH)] if compare_failed else []
+    status = 1 if reasons else 0
+    store.extra["verdict"] = doc["verdict"] = verdict_json("catalogue", counts, status, reasons)
     store.write_index()
     try:
-        atomic_write(out_dir / "catalogue.json", orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        if scratch is None:
+            atomic_write(out_dir / "catalogue.json", orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     except OSError as exc:
         store.write_error = store.write_error or f"cannot write {out_dir}: {exc.strerror or exc}"
+    if store.write_error:  # the files may be partial: the run is an error, whatever was measured
+        status, reasons = 2, [visible(store.write_error), *reasons]
+        doc["verdict"] = verdict_json("catalogue", counts, status, reasons)
     if args.json:
         sys.stdout.write(orjson.dumps(doc).decode() + "\n")
     else:
         print(f"target: {visible(spec.text)} ({cat.era_label})")
         for line in cat.table_lines() if comparison is None else comparison.lines():
             print(line)
+        on = colour_on(sys.stdout)
         for f in store.findings:
             verdict = "FINDING" if f.fails(args.fail_on) else "observation"
-            print(f"{verdict} {f.label} {f.rule}: {visible(f.title, TITLE_WIDTH)}")
+            print(f"{verdict} {severity(f.label, on)} {f.rule}: {visible(f.title, TITLE_WIDTH)}")
             detail = _detail(f)
             if detail:
                 print(f"    {visible(detail)}")
-        print(f"output in {out_dir}")
-    failing = store.failures
+        if scratch is None:
+            print(f"output in {out_dir}")
+        elif store.findings:
+            print("no report folder: --out DIR keeps findings.json, catalogue.json and repro/ for replay")
     if store.write_error:
         print(f"catalogue: {visible(store.write_error)}", file=sys.stderr)
-        return 2
-    if gate:
-        print(gate, file=sys.stderr)
-    compare_failed = comparison.failed if comparison is not None else ""
+    if gate:  # the budget's verdict: escaped where built (catalogue.over_budget), red on a terminal
+        print(paint(gate, RED, colour_on(sys.stderr)), file=sys.stderr)
     if compare_failed:
         print(f"catalogue: {visible(compare_failed)}", file=sys.stderr)
     if not args.json:
-        print(cat.summary_line() + f", {len(failing)} findings, {len(store.observations)} observations")
         if comparison is not None:
             print(comparison.summary_line())
-    return 1 if gate or failing or compare_failed else 0
+        print(final_line("catalogue", counts, status, reasons))
+    return status
+
+
+NOT_READ = "not read, 0 findings"  # the counts of a run that measured nothing
+
+
+def _counts(cat: Any, findings: int | None = None, observations: int = 0) -> str:
+    """The measurement (Catalogue.summary_line's, without its `catalogue: `), then the findings:
+    the last line's counts."""
+    measured = cat.summary_line().removeprefix("catalogue: ")
+    if findings is None:
+        return measured
+    return f"{measured}, {plural(findings, 'finding')}, {plural(observations, 'observation')}"
+
+
+def _gate_reasons(cat: Any, args: argparse.Namespace, gate: str) -> list[str]:
+    """Why the budget fails the run, short (catalogue.over_budget's line on stderr names the costliest)."""
+    reasons = []
+    if args.max_tokens is not None and cat.turn_tokens > args.max_tokens:
+        reasons.append(f"{cat.turn_tokens:,} tokens every turn over --max-tokens {args.max_tokens}")
+    if args.max_tool_tokens is not None:
+        over = sum(1 for c in cat.costs.get("tools", []) if c.tokens > args.max_tool_tokens)
+        if over:
+            reasons.append(f"{plural(over, 'tool')} over --max-tool-tokens {args.max_tool_tokens}")
+    if gate and not reasons:
+        reasons.append("the catalogue is incomplete, so the budget cannot be checked")
+    return reasons
+
+
+def _ended(as_json: bool, target: str | None, status: int, reason: str, counts: str = NOT_READ) -> int:
+    """The end of a run with nothing measured to report (an unusable target, a stop, no folder):
+    the last line, or under --json the one object, with the reason."""
+    if as_json:
+        sys.stdout.write(orjson.dumps({"target": target, "error": reason,
+                                       "verdict": verdict_json("catalogue", counts, status, [reason])}).decode() + "\n")
+    else:
+        print(final_line("catalogue", counts, status, [reason]))
+    return status
 
 
 def _detail(finding: Any) -> str:

@@ -33,6 +33,7 @@ import orjson
 
 from mcp_tempest.fuzz.catalogue import ITEM_KEY, Catalogue, diff_listings, item_name, measure_item, read
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
+from mcp_tempest.fuzz.terminal_style import COLUMNS, cell, columns
 from mcp_tempest.strategies.json_bounds import MAX_SCHEMA_DEPTH, json_text, same_json
 from mcp_tempest.targets import validate
 from mcp_tempest.targets.list_reader import ListBudget
@@ -331,13 +332,14 @@ class Comparison:
             yield (f"... {len(left)} more changes ({', '.join(f'{sum(1 for c in left if c.kind == k)} {k}' for k in KINDS)}"
                    "; every one is in --json and catalogue.json)")
         rows = [r for r in self.tool_costs() if r[1] != r[2]]
-        width = max([len(visible(r[0], NAME_WIDTH)) for r in rows[:SHOWN_TOOLS]] + [20])
+        # within COLUMNS: the name column leaves room for the numbers and a change like `+1234 (+999.9%)`
+        width = min(max([columns(visible(r[0], NAME_WIDTH)) for r in rows[:SHOWN_TOOLS]] + [20]), COLUMNS - 36)
         if rows:
             yield f"{'tool tokens':<{width}}  {'before':>7}  {'after':>7}  change"
             for name, before, after in rows[:SHOWN_TOOLS]:
                 change = ("removed" if after is None else "added" if before is None
                           else f"{after - before:+d} ({_percent(after - before, before)})")
-                yield (f"{visible(name, NAME_WIDTH):<{width}}  {'-' if before is None else before:>7}  "
+                yield (f"{cell(visible(name, NAME_WIDTH), width)}  {'-' if before is None else before:>7}  "
                        f"{'-' if after is None else after:>7}  {change}")
             if len(rows) > SHOWN_TOOLS:
                 yield f"... {len(rows) - SHOWN_TOOLS} more tools whose cost changed"

@@ -29,7 +29,7 @@ commands:
   load     a Locust load run with MRTR operations
 
 `mcp-tempest COMMAND --help` describes each command; `--version` (on any command) prints the
-version. Options may also come from MCP_TEMPEST_* variables and [tool.mcp-tempest] in
+version; `--no-color` (on any command, or NO_COLOR) prints no colour. Options may also come from MCP_TEMPEST_* variables and [tool.mcp-tempest] in
 pyproject.toml (the command line wins; README: "Configuration")."""
 
 def _serve(argv: list[str]) -> int:
@@ -39,7 +39,7 @@ def _serve(argv: list[str]) -> int:
 
 
 def _probe(argv: list[str]) -> int:
-    from mcp_tempest.targets.probe import probe_main
+    from mcp_tempest.fuzz.probe_command import probe_main
 
     return probe_main(argv)
 
@@ -57,7 +57,7 @@ def _auth_server(argv: list[str]) -> int:
 
 
 def _frames(argv: list[str]) -> int:
-    from mcp_tempest.strategies.frames_command import frames_main
+    from mcp_tempest.fuzz.frames_command import frames_main
 
     return frames_main(argv)
 
@@ -82,6 +82,10 @@ def _replay(argv: list[str]) -> int:
 
 def _load(argv: list[str]) -> int:
     """Run Locust in a fresh interpreter: its gevent patching must not meet this process."""
+    from mcp_tempest.fuzz.terminal_style import switched_off
+
+    if switched_off():  # --no-color, for the interpreter that replaces this one
+        os.environ["NO_COLOR"] = "1"
     os.execv(sys.executable, [sys.executable, "-m", "mcp_tempest.load", *argv])
     return 2  # not reached
 
@@ -113,6 +117,18 @@ def version_line() -> str:
     return f"mcp-tempest {of('mcp-tempest')} (Hypothesis {of('hypothesis')}, Python {python})"
 
 
+def _take_no_color(args: list[str]) -> list[str]:
+    """`args` without `--no-color` (before any `--`), colour switched off if it was there: every
+    command takes it, so it is taken here, not by each command's parser (fuzz/terminal_style.py)."""
+    from mcp_tempest.fuzz.terminal_style import NO_COLOR_FLAG, switch_off
+
+    end = args.index("--") if "--" in args else len(args)
+    if NO_COLOR_FLAG not in args[:end]:
+        return args
+    switch_off()
+    return [a for a in args[:end] if a != NO_COLOR_FLAG] + args[end:]
+
+
 def _asks_version(args: list[str]) -> bool:
     head = args[: args.index("--")] if "--" in args else args
     return "--version" in head
@@ -131,7 +147,7 @@ def _configured(name: str, args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _take_no_color(list(sys.argv[1:] if argv is None else argv))
     if not args or args[0] in {"-h", "--help", "help"}:
         print(USAGE)
         return 0 if args else 2
@@ -147,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
     renamed.adopt_old_environment(os.environ)  # before anything reads one, children included
     try:
-        rest = _configured(args[0], args[1:])
+        rest = _take_no_color(_configured(args[0], args[1:]))  # also `no-color = true` configured
     except ConfigError as exc:
         print(f"mcp-tempest {args[0]}: {exc}", file=sys.stderr)
         return 2

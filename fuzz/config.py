@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcp_tempest.fuzz.terminal_style import NO_COLOR_FLAG
 from mcp_tempest.targets import renamed
 
 ENV_PREFIX = "MCP_TEMPEST_"
@@ -58,6 +59,10 @@ COMMAND_LINE_ONLY: dict[str, frozenset[str]] = {
     "serve": frozenset({"list-bugs"}),
 }
 TRUE, FALSE = "true", "false"
+# Options every command takes, which fuzz/cli.py removes before the command's own parser runs:
+# configured like any other (`no-color = true`, MCP_TEMPEST_NO_COLOR=1).
+_EVERY_COMMAND = argparse.ArgumentParser(add_help=False)
+_EVERY_COMMAND.add_argument(NO_COLOR_FLAG, action="store_true")
 
 
 def not_options() -> frozenset[str]:
@@ -91,7 +96,7 @@ def _options_of(parser: argparse.ArgumentParser, command: str = "") -> dict[str,
     (`--max-examples` -> `max-examples`)."""
     found: dict[str, argparse.Action] = {}
     skip = COMMAND_LINE_ONLY.get(command, frozenset())
-    for action in parser._actions:  # argparse has no public list of its options
+    for action in [*parser._actions, *_EVERY_COMMAND._actions]:  # argparse has no public list of its options
         for flag in action.option_strings:
             if flag.startswith("--") and flag not in ("--help", "--version") and flag[2:] not in skip:
                 found[flag[2:]] = action

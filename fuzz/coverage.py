@@ -52,7 +52,7 @@ def coverage_report(outcomes: Iterable[_Outcome]) -> dict[str, Any]:
     return {
         "probes": len(probes), "tried": sum(1 for e in probes.values() if e["tried"]),
         "rules": len(rules), "rules_exercised": len(exercised),
-        "rules_not_exercised": sorted(rules - exercised),
+        "exercised": sorted(exercised), "rules_not_exercised": sorted(rules - exercised),
         "not_applied": not_applied,
     }
 
@@ -70,12 +70,14 @@ def print_coverage(report: Mapping[str, Any]) -> None:
 
 
 def known_report(findings: Sequence[_Finding], baseline: Mapping[str, str], replayed: Iterable[str]) -> dict[str, Any]:
-    """Which findings a baseline or the example database knew, which are new, which known are gone."""
+    """Which findings a baseline or the example database knew, which are new, which known are gone.
+    A known group carries the baseline's reason, as a gone one does: the reports show it where they
+    would have shown a failure (fuzz/report_status.py)."""
     seen = {f.id for f in findings}
     replayed = sorted(set(replayed))
     return {
         "baseline": len(baseline),
-        "known": sorted(seen & set(baseline)),
+        "known": [{"id": gid, "reason": baseline[gid]} for gid in sorted(seen & set(baseline))],
         "new": sorted(seen - set(baseline)),
         "gone": [{"id": gid, "reason": reason} for gid, reason in sorted(baseline.items()) if gid not in seen],
         "replayed": replayed,

@@ -4,7 +4,8 @@ Why phases: each way a job plays cases has its own source of cases and its own s
 and they share everything else (the budget, the known groups, the reach tallies, the one place
 a played case becomes evidence). `JobRun.judge` is that one place; the phases are
 
-1. coverage: the property's named probes, each once, in a fixed order (they count as examples);
+1. coverage: the property's named probes, each once, in a fixed order (they count as examples),
+   batched; a batch that fails is split and each of its probes judged alone;
 2. replay: failures in the example database are played again and reported as known;
 3. corpus: examples earlier runs saved because they drew a new kind of answer (reach guidance);
 4. explore: Hypothesis rounds; each generates at random and shrinks what it found before the
@@ -55,7 +56,7 @@ from mcp_tempest.fuzz.hypothesis_compat import (
     shrink_time_limit,
 )
 from mcp_tempest.fuzz.oracle.model import Violation
-from mcp_tempest.fuzz.properties.base import Context, Property
+from mcp_tempest.fuzz.properties.base import Context, Probe, Property
 from mcp_tempest.fuzz.properties.executor import Endpoint, HarnessError, Run, execute
 from mcp_tempest.fuzz.properties.judging import (
     bucket_of,
@@ -82,6 +83,9 @@ COVERAGE_KEY_PREFIX = b"mcp-tempest/coverage-failures:"
 RECENT_EXAMPLES = 20
 STOPPED_NOTE = "stopped: the target stopped answering (reported once)"
 HALTED_PREFIX = "halted: "
+#: Why a probe sent in a batch that failed has no verdict of its own: the job's time ran out before
+#: it was played alone (with --max-examples only, every such probe is played alone).
+NOT_JUDGED_ALONE = "not judged alone: the budget ran out (its batch failed; raise --duration)"
 NO_BUDGET_NOTE = "not run: the jobs before it spent the --max-examples budget (raise --max-examples)"
 #: How a phase ended, when the job goes on to its next phase.
 GOES_ON = ("", "budget")
@@ -323,8 +327,9 @@ class JobRun:
 
     def coverage(self, *, first_only: bool = False) -> None:
         """Send each of the property's named probes once, in order, batched as the property
-        allows; a batch that fails is played again probe by probe (counted with shrinking), so
-        each probe gets its own verdict. What fails here is known to the phases that follow.
+        allows; a batch that passes is each probe's verdict, one that fails is played again probe
+        by probe (`_judge_alone`), so every probe counted as tried has its own verdict (the clean
+        path costs one example per batch). What fails here is known to the phases that follow.
         `first_only` (--stop-on-first): the phase ends at its first failure, as the property does.
 
         A probe is no Hypothesis example, so its failure cannot be saved as one; the groups it
@@ -348,38 +353,87 @@ class JobRun:
                     database.save(key, group.encode())
 
         probes = self.prop.coverage(self.ctx)
-        transport = self.ctx.transport
         ready = [p for p in probes if p.case is not None]
         for p in probes:
             if p.case is None:
-                state.probes.append(ProbeOutcome(job.property, transport, p.name, p.rule, False, p.why_not))
+                self._probe_outcome(p, p.why_not)
         size = max(self.prop.coverage_batch, 1)
-        for start in range(0, len(ready), size):
-            batch = ready[start:start + size]
-            if not state.may_generate(time.monotonic()):
-                why = ("the time share ran out first" if state.generated < state.cap
-                       else "the example budget ran out first (raise --max-examples)")
-                state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, False, why)
-                                    for p in batch)
-                continue
-            case = batch[0].case if len(batch) == 1 else self.prop.combine(batch)
-            failure = self.judge(case, phase="coverage", blob=None, record=len(batch) == 1)
-            state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, True) for p in batch)
-            if failure is not None and len(batch) > 1:
-                for p in batch:
-                    if state.may_aside(time.monotonic()):
-                        single = self.judge(p.case, phase="split", blob=None)
-                        if single is not None:
-                            remember(single[2])
-                            if first_only:
-                                break
-            elif failure is not None:
-                remember(failure[2])
-            if first_only and failure is not None:
-                why = "not sent: the property stopped at its first failure (--stop-on-first)"
-                state.probes.extend(ProbeOutcome(job.property, transport, p.name, p.rule, False, why)
-                                    for p in ready[start + size:])
-                return
+        why_left = ""  # why the probes left without a verdict have none, when the phase says so
+        try:
+            for start in range(0, len(ready), size):
+                batch = ready[start:start + size]
+                if not state.may_generate(time.monotonic()):
+                    why = ("the time share ran out first" if state.generated < state.cap
+                           else "the example budget ran out first (raise --max-examples)")
+                    for p in batch:
+                        self._probe_outcome(p, why)
+                    continue
+                if len(batch) == 1:
+                    failure = self._judge_probe(batch[0], "coverage")
+                    if failure is not None:
+                        remember(failure[2])
+                else:
+                    failure = self.judge(self.prop.combine(batch), phase="coverage", blob=None, record=False)
+                    if failure is None:
+                        for p in batch:
+                            self._probe_outcome(p)
+                    else:
+                        failure = self._judge_alone(batch, remember, first_only)
+                if first_only and failure is not None:
+                    why_left = "not sent: the property stopped at its first failure (--stop-on-first)"
+                    return
+        finally:
+            # The job may end inside the phase (the target stopped answering, --stop-on-rule, a
+            # harness error, Ctrl-C): its probes still get an outcome, none counted as tried.
+            judged = {o.name for o in state.probes}
+            for p in ready:
+                if p.name not in judged:
+                    self._probe_outcome(p, why_left or self._why_ended())
+
+    def _judge_alone(self, batch: list[Probe], remember: Callable[[str], None], first_only: bool) -> Failure | None:
+        """A failing batch, probe by probe, so that each probe gets its own verdict and a failing
+        one is filed in the group of its own behaviour: a finding names exactly the probes that
+        fail alone. Bounded by the job's time (what a --duration leaves it), not by --shrink-time,
+        so no budget but the campaign's decides which probes are judged; one not judged alone is
+        reported so, not counted as tried. Returns the first probe's failure. When none fails
+        alone, the batch's failure was an interplay of its probes: not filed here (no probe can
+        be named for it), and random examples, which send several malformed frames, may meet it."""
+        first: Failure | None = None
+        for p in batch:
+            if first is not None and first_only:
+                self._probe_outcome(p, "not judged alone: the property stopped at its first failure "
+                                       "(--stop-on-first)")
+            elif time.monotonic() >= self.state.hard_deadline:
+                self._probe_outcome(p, NOT_JUDGED_ALONE)
+            else:
+                failure = self._judge_probe(p, "split")
+                if failure is not None:
+                    remember(failure[2])
+                    first = first or failure
+        return first
+
+    def _judge_probe(self, probe: Probe, phase: str) -> Failure | None:
+        """One probe on its own (filed as its own finding when it fails); it counts as tried once
+        judged, even when its failure ends the job (its evidence is filed before the signal)."""
+        try:
+            failure = self.judge(probe.case, phase=phase, blob=None)
+        except (_Stopped, _Halted):
+            self._probe_outcome(probe)
+            raise
+        self._probe_outcome(probe)
+        return failure
+
+    def _probe_outcome(self, probe: Probe, why_not: str = "") -> None:
+        """A probe's outcome for the coverage report: tried (judged on its own), or why not."""
+        self.state.probes.append(ProbeOutcome(self.job.property, self.ctx.transport, probe.name, probe.rule,
+                                              not why_not, why_not))
+
+    def _why_ended(self) -> str:
+        if self.state.stopped:
+            return "not judged: the target stopped answering"
+        if self.state.halted:
+            return f"not judged: {self.state.halted} was found (--stop-on-rule)"
+        return "not judged: the job ended first"
 
     def replay(self) -> str | None:
         """Failures an earlier run saved in the example database, played once; reported as known."""
@@ -519,7 +573,9 @@ class JobRun:
             state.harness_error = str(exc)
             raise _Abort() from None
         finally:
-            if aside:
+            # A split coverage batch is the coverage phase's own work, bounded by the job's time
+            # (JobRun._judge_alone): it spends nothing of --shrink-time.
+            if aside and phase != "split":
                 state.aside_seconds += time.monotonic() - t0
         note = "" if confirmed else (
             "seen only on a process that had served earlier examples; fresh processes did not show it, "

@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tempest.fuzz.safe_text import visible
+from mcp_tempest.fuzz.terminal_style import COLUMNS, cell, fit
 
+#: The tool-name column of the terminal's per-tool table.
+NAME_COLUMN = 28
 #: How many of a tool's most frequent isError / protocol error texts are kept, and how long each.
 TOP_TEXTS = 3
 TEXT_WIDTH = 120
@@ -227,13 +230,17 @@ class ToolsReport:
     def lines(self) -> list[str]:
         """The terminal's per-tool table, least reached first."""
         rows = sorted(self.rows(), key=lambda r: (r["ok"] > 0, r["ok"], r["name"]))
-        out = [f"  {'tool':<28} {'calls':>6} {'ok':>6} {'isError':>7} {'error':>6} {'silent':>6}  most common answer"]
+        head = f"  {'tool':<{NAME_COLUMN}} {'calls':>6} {'ok':>6} {'isError':>7} {'error':>6} {'silent':>6}  "
+        room = COLUMNS - len(head)  # the answer's column: the rest of the line (the headline quotes more)
+        out = [head + "most common answer"]
         for r in rows:
             tally = self.reach.tools.get(r["name"])
-            answer = r.get("never_called") or (shorten(tally.common_answer, 48) if tally and not r["ok"] else "")
-            # the server wrote both: every hidden character escaped (a name keeps its \r\n visible)
-            out.append(f"  {visible(r['name'], 28):<28} {r['calls']:>6} {r['ok']:>6} {r['is_error']:>7} "
-                       f"{r['protocol_error']:>6} {r['unanswered']:>6}  {visible(answer)}")
+            answer = r.get("never_called") or (shorten(tally.common_answer) if tally and not r["ok"] else "")
+            # the server wrote both: every hidden character escaped (a name keeps its \r\n visible),
+            # each cut to its column by display width
+            out.append(f"  {cell(visible(r['name'], NAME_COLUMN), NAME_COLUMN)} {r['calls']:>6} {r['ok']:>6} "
+                       f"{r['is_error']:>7} {r['protocol_error']:>6} {r['unanswered']:>6}  "
+                       f"{fit(visible(answer, room), room)}")
         return out
 
 

@@ -47,6 +47,7 @@ import orjson
 from mcp_tempest.fuzz.oracle.model import Signature, Violation, signature
 from mcp_tempest.fuzz.properties.case import Case, Step
 from mcp_tempest.fuzz.safe_text import visible
+from mcp_tempest.fuzz.verdict_line import REASON_WIDTH, final_line, plural
 from mcp_tempest.targets import auth_client, extra_headers, validate
 from mcp_tempest.targets.transcript import Transcript
 
@@ -170,6 +171,27 @@ class ReplayVerdict:
         text = self.shown().describe()
         times = self.failed if self.still_fails else self.differed if self.differed else n
         return text + (f" ({times} of {n} attempts)" if n > 1 else "")
+
+    def counts(self) -> str:
+        """The last line's counts: which finding, how many attempts."""
+        return f"{visible(self.shown().finding_id)}, {plural(len(self.attempts), 'attempt')}"
+
+    def reason(self) -> str:
+        """Why the last line's verdict, in `describe`'s words but the harness's own only (strength
+        and rule, no title that may quote the server), so the line stays parseable."""
+        n, shown = len(self.attempts), self.shown()
+        first = next((v for v in shown.violations if shown._is_recorded_bug(v)),
+                     shown.violations[0] if shown.violations else None)
+        rule = f"{first.strength} {first.rule}" if first is not None else ""
+        if self.flaky:
+            return f"is flaky: failed {self.failed} of {n} attempts: {rule}"
+        times = self.failed if self.still_fails else self.differed if self.differed else n
+        of = f", {times} of {n} attempts" if n > 1 else ""
+        if self.still_fails:
+            return f"still fails: {rule}{of}"
+        if self.differed:
+            return f"the recorded bug did not recur; a different violation did: {rule}{of}"
+        return f"no longer fails{of}"
 
 
 def case_from_transcript(doc: dict[str, Any]) -> Case:
@@ -508,6 +530,7 @@ def replay_main(argv: list[str]) -> int:
     from mcp_tempest.fuzz.findings import load_repro
 
     auth: auth_client.Session | None = None
+    name = ""  # set once the file is read: from then on every end is a last line (final_line)
     try:
         args = build_parser().parse_args(argv)
         validate.seconds(args.timeout, "--timeout")  # an InputError is a ValueError: one line below
@@ -516,6 +539,7 @@ def replay_main(argv: list[str]) -> int:
         extra_headers.configure(args.header)  # a HeaderError is a ValueError: one line, exit 2
         path = Path(args.file)
         doc = load_repro(path)
+        name = str(doc.get("id") or path.name)
         check_file_timeouts(doc, str(path))
         compare = doc.get("case", {}).get("compare") if isinstance(doc.get("case"), dict) else None
         if args.compare_target and not isinstance(compare, dict):
@@ -544,7 +568,12 @@ def replay_main(argv: list[str]) -> int:
                                       isolate_network=args.isolate_network)
     except (ReplayUsageError, ValueError, auth_client.AuthServerError) as exc:
         print(f"mcp-tempest replay: {visible(exc)}", file=sys.stderr)
+        if name:
+            print(final_line("replay", f"{visible(name)}, not replayed", EXIT_UNUSABLE, [visible(exc, REASON_WIDTH)]))
         return EXIT_UNUSABLE
+    except KeyboardInterrupt:
+        print(final_line("replay", f"{visible(name or 'reproduction')}, not replayed", 130, ["interrupted"]))
+        return 130
     finally:
         if auth is not None:
             auth.close()
@@ -568,4 +597,5 @@ def replay_main(argv: list[str]) -> int:
         for v in outcome.violations:
             print(visible(f"  {v.strength} {v.rule}: {v.title}" + (f" ({v.detail})" if v.detail else "")))
     print(visible(verdict.describe()))  # titles and details quote what the server answered
+    print(final_line("replay", verdict.counts(), verdict.exit_status, [verdict.reason()]))
     return verdict.exit_status

@@ -13,7 +13,7 @@ import datetime as _dt
 import hashlib
 import shlex
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -22,6 +22,7 @@ import orjson
 from mcp_tempest.fuzz.differences import is_difference
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun, atomic_write, probe_text
 from mcp_tempest.fuzz.markdown_summary import summary_bytes
+from mcp_tempest.fuzz.report_status import known_groups, report_status
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, html_text, visible
 from mcp_tempest.fuzz.sarif import sarif_bytes
 from mcp_tempest.targets.frame_recipe import describe
@@ -69,13 +70,18 @@ def junit_xml(
     seconds: float,
     fail_on: str = DEFAULT_FAIL_ON,
     out_dir: Path | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> bytes:
-    """One test case per property and transport. A case where a finding (at or above `fail_on`,
-    confirmed) was seen has exactly one <failure> naming every such finding, so `failures`
-    counts failed cases as JUnit readers expect; observations go to the case's system-out; a
-    case that ran 0 examples is <skipped> with its reason."""
+    """One test case per property and transport. A case where a new finding (at or above
+    `fail_on`, confirmed, not in the `known` baseline) was seen has exactly one <failure> naming
+    every such finding, so `failures` counts failed cases as JUnit readers expect and is 0
+    exactly when the findings leave the exit status 0; a case whose only findings the baseline
+    knew is <skipped> with the baseline's reason (still listed, never red); observations go to
+    the case's system-out; a case that ran 0 examples is <skipped> with its reason."""
     cases: dict[tuple[str, str], PropertyRun] = {(r.property, r.transport): r for r in runs}
-    failing = [f for f in findings if f.fails(fail_on)]
+    judged = report_status(runs, findings, fail_on=fail_on, known=known)
+    failing = list(judged.new)
+    accepted = [f for f in findings if f.fails(fail_on) and judged.reason(f) is not None]
     for f in findings:
         for s in f.sightings.values():
             cases.setdefault((s.property, s.transport), PropertyRun(property=s.property, transport=s.transport))
@@ -86,7 +92,7 @@ def junit_xml(
             results[key] = "failure"
         elif run.error:
             results[key] = "error"
-        elif run_skip_reason(run) is not None:
+        elif run_skip_reason(run) is not None or any(f.seen_in(*key) for f in accepted):
             results[key] = "skipped"
         else:
             results[key] = "passed"
@@ -126,9 +132,14 @@ def junit_xml(
             err = ET.SubElement(case, "error", message=visible(run.error, 500))
             err.text = visible(run.error, multiline=True)
         elif results[key] == "skipped":
-            ET.SubElement(case, "skipped", message=visible(run_skip_reason(run) or "skipped"))
+            why = [f"known {f.id}: {judged.reason(f)}" for f in accepted if f.seen_in(*key)]
+            why += [r for r in [run_skip_reason(run)] if r]
+            ET.SubElement(case, "skipped", message=visible("; ".join(why), 500))
         out = ET.SubElement(case, "system-out")
         lines = [f"{run.examples} examples" + (f"; {visible(run.note)}" if run.note else "")]
+        lines += [f"known {f.id} (in the --known baseline: {visible(judged.reason(f) or '')}): {f.label} {f.rule}: "
+                  f"{visible(f.title)} ({where_seen(f)}); replay: {replay_command(f, out_dir)}"
+                  for f in accepted if f.seen_in(*key)]
         lines += [f"observation {f.id}: {f.label} {f.rule}: {visible(f.title)} ({where_seen(f)}); "
                   f"replay: {replay_command(f, out_dir)}" for f in seen]
         out.text = "\n".join(lines)
@@ -250,16 +261,26 @@ def report_html(
     out_dir: Path | None = None,
     catalogues: Sequence[Catalogue] = (),
     reach: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
-    """The page leads with the findings, one collapsed block per bug (a campaign with dozens of
-    findings stays one screen of summaries), then the observations, then the property runs."""
+    """The page leads with the verdict and the new findings, one collapsed block per bug (a
+    campaign with dozens of findings stays one screen of summaries), then the ones a --known
+    baseline knew, the observations, the property runs and what was tested. `extra` is
+    findings.json's campaign sections (coverage, budget, tools, reach, known): shown, not
+    recomputed."""
     e = html_text
-    failing = [f for f in findings if f.fails(fail_on)]
+    reach = reach if reach is not None else (extra or {}).get("reach")
+    judged = report_status(runs, findings, fail_on=fail_on, interrupted=interrupted, known=known_groups(extra))
+    failing = list(judged.new)
+    accepted = [f for f in findings if f.fails(fail_on) and judged.reason(f) is not None]
     observed = [f for f in findings if not f.fails(fail_on)]
     verdict = (
         f'<span class="bad">{len(failing)} finding{"s" if len(failing) != 1 else ""}</span>'
-        if failing else '<span class="ok">no findings</span>'
+        if failing else f'<span class="ok">no {"new " if accepted else ""}findings</span>'
     )
+    verdict = f'<span class="{"ok" if judged.status == 0 else "bad"}">{e(judged.verdict)}</span> &middot; {verdict}'
+    if accepted:
+        verdict += f" &middot; {len(accepted)} known"
     if observed:
         verdict += f" &middot; {len(observed)} observation{'s' if len(observed) != 1 else ''}"
     head = [
@@ -272,7 +293,9 @@ def report_html(
         f'<p class="sub">target <code>{e(target)}</code> &middot; revision {MODERN_VERSION} '
         f"&middot; seed {e(str(seed))} &middot; {examples} examples in {seconds:.1f} s &middot; {verdict}"
         f" &middot; fail-on {e(fail_on)}"
-        + (" &middot; <b>interrupted</b>" if interrupted else "") + "</p>",
+        + (" &middot; <b>interrupted</b>" if interrupted else "")
+        + (f' &middot; <a href="#tested">{cov["tried"]} of {cov["probes"]} probes tried</a>'
+           if (cov := (extra or {}).get("coverage")) and cov.get("probes") else "") + "</p>",
     ]
     for note in notes:
         head.append(f"<p>{e(note)}</p>")
@@ -283,6 +306,9 @@ def report_html(
         ("Differences between targets", [f for f in failing if is_difference(f)],
          "<p>Answers that differ in meaning between the target and the one it was compared with "
          "(--compare-target): error or result, error code, resultType, isError, list items.</p>"),
+        ("Known findings", accepted,
+         "<p>In the --known baseline: seen again, reported, not failures. " + "; ".join(
+             f'<a href="#{e(f.id)}">{e(f.id)}</a>: {e(judged.reason(f) or "")}' for f in accepted) + "</p>"),
         ("Observations", observed,
          f"<p>Below --fail-on {e(fail_on)}, or not confirmed on fresh processes: shown, not failures.</p>"),
     ):
@@ -304,17 +330,19 @@ def report_html(
 
     body.append("<h2>Property runs</h2>")
     body.append("<table><tr><th>property</th><th>transport</th><th>examples</th><th>seconds</th>"
-                "<th>findings</th><th>observations</th><th>note</th></tr>")
+                "<th>findings</th><th>known</th><th>observations</th><th>note</th></tr>")
     for r in runs:
         n = sum(1 for f in failing if f.seen_in(r.property, r.transport))
+        k = sum(1 for f in accepted if f.seen_in(r.property, r.transport))
         o = sum(1 for f in observed if f.seen_in(r.property, r.transport))
         cls = "bad" if n else "ok"
         note = r.error or run_skip_reason(r) or r.note
         body.append(
             f"<tr><td>{e(r.property)}</td><td>{e(r.transport)}</td><td>{r.examples}</td>"
-            f"<td>{r.seconds:.1f}</td><td class=\"{cls}\">{n}</td><td>{o}</td><td>{e(note)}</td></tr>"
+            f"<td>{r.seconds:.1f}</td><td class=\"{cls}\">{n}</td><td>{k}</td><td>{o}</td><td>{e(note)}</td></tr>"
         )
     body.append("</table>")
+    body += tested_html(extra, reach)
     body += reach_html(reach)
     if catalogues:
         from mcp_tempest.fuzz.catalogue import report_html as catalogue_html
@@ -322,6 +350,55 @@ def report_html(
         body += catalogue_html(list(catalogues))
     body.append("</body></html>")
     return "\n".join(head + body) + "\n"
+
+
+def tested_html(extra: Mapping[str, Any] | None, reach: Mapping[str, Any] | None) -> list[str]:
+    """What the campaign tried, from findings.json's own sections: a page with no findings says
+    little until it says which probes went out, which rules they exercised, which did not go out
+    and why, the tools it could call and the budget it had (the terminal's coverage lines)."""
+    extra = extra or {}
+    budget, cov, tools = extra.get("budget"), extra.get("coverage"), extra.get("tools")
+    if not (budget or cov or tools or reach):
+        return []
+    e = html_text
+    out = ['<h2 id="tested">What was tested</h2>']
+    if budget:
+        limit = (f"--duration {budget['duration']:g} s" if budget.get("duration")
+                 else f"--max-examples {budget.get('max_examples')}")
+        out.append(f"<p>Budget: {e(limit)}: {budget.get('generated', 0)} examples generated, "
+                   f"{budget.get('shrinks', 0)} executions shrinking and confirming failures "
+                   f"(--shrink-time {budget.get('shrink_time', 0):g} s per property), {budget.get('replays', 0)} "
+                   f"failures replayed from the example database; {budget.get('seconds', 0):.1f} s in all.</p>")
+    if cov and cov.get("probes"):
+        out.append(f"<p>Probes: <b>{cov['tried']} of {cov['probes']}</b> tried; rules: "
+                   f"<b>{cov['rules_exercised']} of {cov['rules']}</b> exercised by them.</p>")
+        if cov.get("exercised"):
+            out.append(f"<p>Rules exercised: {e(', '.join(cov['exercised']))}.</p>")
+        by_why: dict[str, list[str]] = {}
+        for item in cov.get("not_applied", []):
+            by_why.setdefault(item["why"], []).append(f"{item['probe']} ({item['rule']})")
+        if by_why:
+            out.append("<table><tr><th>probes not tried (rule)</th><th>why not</th></tr>")
+            out += [f"<tr><td>{e(', '.join(names))}</td><td>{e(why)}</td></tr>" for why, names in by_why.items()]
+            out.append("</table>")
+        if cov.get("rules_not_exercised"):
+            out.append("<table><tr><th>rule not exercised</th><th>its probes, none tried because</th></tr>")
+            for rule in cov["rules_not_exercised"]:
+                whys = sorted({i["why"] for i in cov.get("not_applied", []) if i["rule"] == rule})
+                out.append(f"<tr><td>{e(rule)}</td><td>{e('; '.join(whys) or '-')}</td></tr>")
+            out.append("</table>")
+    if tools:
+        withheld = ", ".join(html_text(n, NAME_WIDTH) for n in tools.get("withheld", [])) or "none"
+        out.append(f"<p>Tools: {e(tools.get('policy', ''))}; withheld (never called): {withheld}.</p>")
+    if reach and reach.get("tools"):
+        never = reach.get("never_ok", [])
+        out.append(f"<p>Tools reached: {len(reach['tools']) - len(never)} of {len(reach['tools'])} returned a "
+                   "successful result (table below).</p>")
+    code = (reach or {}).get("code")
+    if code and code.get("measured"):
+        what = "functions" if code.get("kind") == "functions" else "lines and branches"
+        out.append(f"<p>Server code coverage: {code['percent']:.1f}% of its {what} (table below).</p>")
+    return out  # then reach_html: the tools' table, and the code coverage's (or why it was not measured)
 
 
 def reach_html(reach: dict[str, Any] | None) -> list[str]:
@@ -477,20 +554,60 @@ def write_reports(
     fail_on: str = DEFAULT_FAIL_ON,
     catalogues: Sequence[Catalogue] = (),
     reach: dict[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
+    """Every report file, agreeing with each other and with the exit status: `extra` is
+    findings.json's campaign sections (store.extra), whose `known` section says which groups a
+    --known baseline knew (fuzz/report_status.py)."""
+    known = known_groups(extra)
+    reach = reach if reach is not None else (extra or {}).get("reach")
     atomic_write(
         out_dir / "junit.xml",
-        junit_xml(runs, findings, target=target, seed=seed, seconds=seconds, fail_on=fail_on, out_dir=out_dir),
+        junit_xml(runs, findings, target=target, seed=seed, seconds=seconds, fail_on=fail_on, out_dir=out_dir,
+                  known=known),
     )
     notes = list(notes)
-    atomic_write(out_dir / "results.sarif", sarif_bytes(findings, target=target, seed=seed))
+    atomic_write(out_dir / "results.sarif", sarif_bytes(findings, target=target, seed=seed, known=known))
     atomic_write(out_dir / "summary.md", summary_bytes(runs, findings, target=target, seed=seed, examples=examples,
                                                        seconds=seconds, interrupted=interrupted, notes=notes,
-                                                       catalogues=catalogues, reach=reach))
+                                                       catalogues=catalogues, reach=reach, fail_on=fail_on,
+                                                       known=known))
     atomic_write(
         out_dir / "report.html",
         report_html(
             runs, findings, target=target, seed=seed, examples=examples, seconds=seconds,
             interrupted=interrupted, notes=notes, fail_on=fail_on, out_dir=out_dir, catalogues=catalogues, reach=reach,
+            extra=extra,
         ).encode("utf-8"),
     )
+
+
+# --- a run that ended without a campaign ---
+
+
+def write_error_reports(out_dir: Path, *, command: str, target: str, seed: int | None, verdict: str,
+                        reason: str) -> None:
+    """The files a CI job reads after a run that ended before its campaign (an unusable or refused
+    target, a stop before the first case): a job that uploads junit.xml, results.sarif and
+    summary.md always finds them, and the JUnit reporter shows why in one test case in error.
+    findings.json is the FindingStore's own (with its `verdict`); `reason` is already escaped."""
+    root = ET.Element("testsuites", name=f"mcp-tempest {command}", tests="1", failures="0", errors="1",
+                      skipped="0", time="0.000")
+    suite = ET.SubElement(root, "testsuite", name=f"mcp-tempest {command} {visible(target)}", tests="1",
+                          failures="0", errors="1", skipped="0", time="0.000",
+                          timestamp=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat())
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("target", visible(target)), ("revision", MODERN_VERSION), ("seed", str(seed))):
+        ET.SubElement(props, "property", name=name, value=value)
+    case = ET.SubElement(suite, "testcase", classname=f"mcp_tempest.{command.replace('-', '_')}", name="target",
+                         time="0.000")
+    ET.SubElement(case, "error", type=verdict, message=f"{verdict}: {reason}"[:500]).text = reason
+    ET.indent(root)
+    atomic_write(out_dir / "junit.xml",
+                 b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n")
+    atomic_write(out_dir / "results.sarif", sarif_bytes([], target=target, seed=seed))
+    from mcp_tempest.fuzz.safe_text import markdown_cell, markdown_code
+
+    summary = (f"## mcp-tempest {command}: {verdict}\n\nTarget {markdown_code(target)}, seed {seed}: no campaign ran: "
+               f"{markdown_cell(reason)}.\n")
+    atomic_write(out_dir / "summary.md", summary.encode("utf-8"))

@@ -4,12 +4,15 @@ Why SARIF beside junit.xml: GitHub code scanning (upload-sarif), GitLab and most
 read it natively, keep findings across runs by fingerprint (our finding id is stable for the same
 rule, method, mutation and transport), and show the strength as a level. A finding has no source
 line in the user's repository, so its location is the reproduction file the campaign wrote.
-Levels: MUST -> error, SHOULD -> warning, HEURISTIC -> note.
+Levels: MUST -> error, SHOULD -> warning, HEURISTIC -> note. Against a --known baseline every
+result says whether it is new (`baselineState` "new") or one the baseline knew ("unchanged",
+with an external suppression giving the baseline's reason), so a dashboard shows a green run's
+known bugs as accepted, not as new errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -37,8 +40,11 @@ def _rule_text(rule: str, fallback: str) -> str:
     return known.description if known is not None and known.description else fallback
 
 
-def sarif_log(findings: Sequence[Finding], *, target: str, seed: int | None, out_uri: str = "") -> dict[str, Any]:
-    """The SARIF document; `out_uri` is the output folder the repro paths are relative to."""
+def sarif_log(findings: Sequence[Finding], *, target: str, seed: int | None, out_uri: str = "",
+              known: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The SARIF document; `out_uri` is the output folder the repro paths are relative to, `known`
+    the baseline's groups seen again (id -> reason, fuzz/report_status.py known_groups)."""
+    known = known or {}
     rules: dict[str, dict[str, Any]] = {}
     results = []
     for f in findings:
@@ -57,6 +63,9 @@ def sarif_log(findings: Sequence[Finding], *, target: str, seed: int | None, out
             "locations": [{"physicalLocation": {"artifactLocation": {
                 "uri": f.repro, **({"uriBaseId": "OUT"} if out_uri else {})}}}],
             "partialFingerprints": {"mcpTempestFinding/v1": f.id},
+            "baselineState": "unchanged" if f.id in known else "new",
+            **({"suppressions": [{"kind": "external", "status": "accepted", "justification": known[f.id]}]}
+               if f.id in known else {}),
             "properties": {"method": f.method, "transport": f.transport, "mutation": f.mutation,
                            "count": f.count, "property": f.property, "flaky": f.flaky},
         })
@@ -71,5 +80,6 @@ def sarif_log(findings: Sequence[Finding], *, target: str, seed: int | None, out
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
-def sarif_bytes(findings: Sequence[Finding], *, target: str, seed: int | None) -> bytes:
-    return orjson.dumps(sarif_log(findings, target=target, seed=seed), option=orjson.OPT_INDENT_2)
+def sarif_bytes(findings: Sequence[Finding], *, target: str, seed: int | None,
+                known: Mapping[str, str] | None = None) -> bytes:
+    return orjson.dumps(sarif_log(findings, target=target, seed=seed, known=known), option=orjson.OPT_INDENT_2)

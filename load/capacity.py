@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tempest.load import gates as gates_mod
+from mcp_tempest.load.summary import format_ms, wrap_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,20 +141,24 @@ def _round(rate: float) -> float:
     return float(round(rate)) if rate >= 10 else round(rate, 2)
 
 
-HEADER = f"{'step':>4} {'rate/s':>9} {'rps':>9} {'requests':>9} {'fail %':>8} {'p50 ms':>9} {'p99 ms':>9} {'max ms':>9}  verdict"
+HEADER = f"{'step':>4} {'rate/s':>8} {'rps':>8} {'requests':>8} {'fail %':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}  verdict"
+_ROW_INDENT = " " * 6  # a verdict too long for the row goes on below it, within TABLE_WIDTH
 
 
 def format_row(row: dict[str, Any], number: int | None = None) -> str:
+    """One step as it finishes (the columns are fixed: the rows are printed one by one); the
+    objectives' values (and why the rate was not delivered) wrapped within TABLE_WIDTH."""
     def ms(v: Any) -> str:
-        return "-" if v is None else f"{v:.2f}"
+        return "-" if v is None else format_ms(v)
 
     rate = row["failure_rate"]
     broken = ", ".join(f"{k} = {'no samples' if v is None else f'{v:g}'}" for k, v in row["objectives"].items())
     if row.get("undelivered"):
         broken += f"; {row['undelivered']}"
-    return (f"{'' if number is None else number:>4} {row['rate']:>9g} {row['rps']:>9.1f} {row['requests']:>9} "
-            f"{'-' if rate is None else f'{rate:.3f}':>8} {ms(row['p50_ms']):>9} {ms(row['p99_ms']):>9} "
-            f"{ms(row['max_ms']):>9}  {'held' if row['held'] else 'BROKE'} ({broken})")
+    line = (f"{'' if number is None else number:>4} {row['rate']:>8g} {row['rps']:>8.1f} {row['requests']:>8} "
+            f"{'-' if rate is None else f'{rate:.3f}':>7} {ms(row['p50_ms']):>7} {ms(row['p99_ms']):>7} "
+            f"{ms(row['max_ms']):>7}  {'held' if row['held'] else 'BROKE'} ({broken})")
+    return "\n".join(wrap_lines(line, "", _ROW_INDENT))
 
 
 def report(found: Search, slos: list[gates_mod.Gate], *, urls: list[str], step_s: float,

@@ -37,6 +37,8 @@ from typing import Any
 
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
 from mcp_tempest.load.recorder import SETUP
+from mcp_tempest.load.summary import fit_table, wrap_lines
+from mcp_tempest.load.summary import format_ms as _ms
 
 BASELINE = "baseline"
 CANDIDATE = "candidate"
@@ -329,10 +331,6 @@ def overall_verdict(verdicts: Iterable[str]) -> str:
 # --- words ---
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3f}" if value < 100 else f"{value:.1f}"
-
-
 def _value(metric: str, value: float) -> str:
     return f"{value:.1f}/s" if metric == "rps" else f"{_ms(value)} ms"
 
@@ -389,40 +387,48 @@ def verdict_line(comparison: dict[str, Any]) -> str:
 def format_comparison(comparison: dict[str, Any]) -> str:
     """One screen: the overall figures, the names that changed or are unsettled, the verdict."""
     rounds = comparison.get("rounds") or {}
+    def wrapped(text: str) -> list[str]:  # prose lines within the table's width too
+        return wrap_lines(text, "  ", "    ")
+
     lines = [
         f"compare: candidate {visible(comparison.get('candidate', {}).get('target', ''))} against baseline "
         f"{visible(comparison.get('baseline', {}).get('target', ''))}",
-        f"  {rounds.get('count', 0)} rounds of {rounds.get('round_s', 0):g}s (+{rounds.get('warmup_s', 0):g}s warm-up "
-        f"each, not measured) in the order B C C B ..., {comparison['pairs']} pairs; ratios are candidate/baseline, "
-        f"geometric mean of the pairs with its {comparison['confidence'] * 100:g}% interval",
+        *wrapped(f"{rounds.get('count', 0)} rounds of {rounds.get('round_s', 0):g}s (+{rounds.get('warmup_s', 0):g}s "
+                 f"warm-up each, not measured) in the order B C C B ..., {comparison['pairs']} pairs; ratios are "
+                 f"candidate/baseline, geometric mean of the pairs with its {comparison['confidence'] * 100:g}% "
+                 "interval"),
     ]
     machine = comparison.get("machine") or {}
     if machine.get("text"):
-        lines.append(f"  machine: {machine['text']}")
-    width = max(len(OVERALL), *(len(visible(n, NAME_WIDTH)) for n in comparison.get("names") or {})) + 2
-    head = f"  {'name':<{width}}{'metric':<8}{'baseline':>13}{'candidate':>13}  {'ratio [interval]':<28}verdict"
-    lines += [head, "  " + "-" * (len(head) - 2)]
+        lines += wrapped(f"machine: {machine['text']}")
+    not_gated: dict[str, None] = {}  # why a figure is not gated, each said once below the table
 
-    def rows(name: str, entry: dict[str, Any]) -> list[str]:
-        out = []
+    def rows(name: str, entry: dict[str, Any]) -> list[tuple[str, list[str] | None]]:
+        out: list[tuple[str, list[str] | None]] = []
         for metric in METRICS:
             e = entry[metric]
-            verdict = e["verdict"] + (f" ({e['not_gated']})" if e.get("not_gated") else "")
-            out.append(f"  {visible(name, NAME_WIDTH):<{width}}{metric:<8}{_value(metric, e['baseline']):>13}"
-                       f"{_value(metric, e['candidate']):>13}  {_interval(e):<28}{verdict}")
+            if e.get("not_gated"):
+                not_gated[e["not_gated"]] = None
+            out.append(("" if out else visible(name, NAME_WIDTH),
+                        [metric, _value(metric, e["baseline"]), _value(metric, e["candidate"]), _interval(e),
+                         e["verdict"]]))
         return out
 
-    lines += rows(OVERALL, comparison["metrics"])
+    table = rows(OVERALL, comparison["metrics"])
     quiet = 0
     for name, entry in (comparison.get("names") or {}).items():
         verdicts = {entry[m]["verdict"] for m in METRICS}
         if verdicts & {REGRESSION, IMPROVEMENT, INCONCLUSIVE}:
-            lines += rows(name, entry)
+            table += rows(name, entry)
         else:
             quiet += 1
+    lines += fit_table(["name", "metric", "baseline", "candidate", "ratio [interval]", "verdict"], table,
+                       indent="  ", align="<>><<")
+    for why in not_gated:
+        lines += wrapped(f"not gated: {why}")
     if quiet:
-        lines.append(f"  {quiet} other names: no change beyond the margin (or too few samples to gate; "
-                     "every row is in summary.json and report.html)")
+        lines += wrapped(f"{quiet} other names: no change beyond the margin (or too few samples to gate; every "
+                         "row is in summary.json and report.html)")
     for side in (BASELINE, CANDIDATE):
         info = comparison.get(side) or {}
         if info.get("failures") or info.get("violations"):
@@ -430,7 +436,7 @@ def format_comparison(comparison: dict[str, Any]) -> str:
                          f"in {info.get('requests', 0)} requests")
     for note in comparison.get("notes") or []:
         lines.append(f"  note: {note}")
-    lines.append(verdict_line(comparison))
+    lines += wrap_lines(verdict_line(comparison))
     return "\n".join(lines)
 
 

@@ -73,6 +73,11 @@ class GateResult:
         verdict = "CROSSED" if self.crossed else "ok"
         return f"gate {self.gate.text!r}: {verdict} ({where}{self.gate.metric} = {_fmt(self.value)})"
 
+    def why(self) -> str:
+        """The gate with the value that crossed it, for the verdict's reasons: `p99_ms>2 (p99_ms = 3.1)`."""
+        value = "no samples" if self.value is None else f"{self.gate.metric} = {_fmt(self.value)}"
+        return f"{self.gate.text} ({value})"
+
 
 def _fmt(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
@@ -108,6 +113,8 @@ def parse_gates(texts: list[str]) -> list[Gate]:
 
 
 def _metric(entry: dict[str, Any], metric: str) -> float | None:
+    if metric in LATENCY_METRICS and entry.get("count", 1) == 0:
+        return None  # no sample, no latency: a p99 of 0 would pass any 'p99_ms>X' gate
     if metric in ("failure_rate", "is_error_rate"):
         count = entry.get("count", entry.get("requests", 0)) or 0
         part = entry.get("failures" if metric == "failure_rate" else "is_error", 0) or 0

@@ -33,12 +33,13 @@ import gevent.ssl
 from geventhttpclient._parser import HTTPParseError
 from geventhttpclient.response import HTTPConnectionClosed, HTTPSocketResponse
 
+from mcp_tempest.load.recorder import CONNECTION, TIMEOUT
 from mcp_tempest.targets import auth_client, extra_headers, wire
 
-# Failure kinds (the prefix before any detail); summary.json reports them verbatim.
-TIMEOUT = "timeout"
-CONNECTION = "connection"
+# Failure kinds (the prefix before any detail); summary.json reports them verbatim. TIMEOUT and
+# CONNECTION (no answer at all) live in the recorder, which counts the requests the stop caught.
 PROTOCOL = "protocol"
+__all__ = ["CONNECTION", "PROTOCOL", "TIMEOUT", "McpHttp", "Reply"]
 
 
 @dataclass(slots=True)

@@ -167,7 +167,12 @@ class Operation:
         return f"MRTR {self.label}"
 
     def leg_name(self, round_no: int) -> str:
-        return f"{self.method} {self.label} #{round_no}"
+        return leg_name(self.method, self.label, round_no)
+
+
+def leg_name(method: str, label: str, round_no: int) -> str:
+    """The name of an MRTR leg (CLI.md: `<method> <tool> #<round>`)."""
+    return f"{method} {label} #{round_no}"
 
 
 class LoadFailure(Exception):
@@ -288,10 +293,17 @@ class Session:
 
     # --- plumbing ---
 
-    def _post(self, method: str, params: dict[str, Any], schema: Any = None, avoid: str | None = None) -> Reply:
+    def _post(self, method: str, params: dict[str, Any], schema: Any = None, avoid: str | None = None, *,
+              name: str | None = None) -> Reply:
+        """One request; `name` is the one it is recorded under (default: the method). The recorder
+        knows it is waiting until it comes back, so one the stop catches is still counted."""
         msg = wire.build_request(next_id(), method, params, capabilities=CAPABILITIES,
                                  log_level=self.options.log_level)
+        named = name or method
+        token = self.recorder.sent(setup_name(named) if self._setup else named, SETUP if self._setup else REQUEST,
+                                   self._origin_ns if self._origin_ns is not None else time.perf_counter_ns())
         reply = self.send(msg, input_schema=schema, avoid=avoid) if avoid else self.send(msg, input_schema=schema)
+        self.recorder.ended(token, reply.failure)  # not reached when Locust stops this user meanwhile
         self.sent += 1
         self.recorder.count("sse_responses" if reply.is_sse else "json_responses")
         return reply
@@ -441,8 +453,9 @@ class Session:
             if self.args.missing(tool["name"], schema):
                 continue
             args = self.args.arguments(tool["name"], schema, self.rng, optional=False)
-            reply = self._post("tools/call", {"name": tool["name"], "arguments": args}, schema)
-            self._record(f"probe tools/call {tool['name']}", reply, rpc_error_expected=True, tool=tool["name"])
+            probe = f"probe tools/call {tool['name']}"
+            reply = self._post("tools/call", {"name": tool["name"], "arguments": args}, schema, name=probe)
+            self._record(probe, reply, rpc_error_expected=True, tool=tool["name"])
             if reply.failure is not None:
                 if reply.failure.startswith("rpc "):
                     excluded[tool["name"]] = f"{reply.failure} on a first call: {reply.detail}"[:200]
@@ -571,7 +584,8 @@ class Session:
         tool: str | None = None,
     ) -> None:
         started = self._origin_ns if self._origin_ns is not None else time.perf_counter_ns()
-        reply = self._post(method, params, schema)
+        name = leg_name(method, label, 1) if intend_mrtr else plain or f"{method} {label}"
+        reply = self._post(method, params, schema, name=name)
         needs_input = reply.failure is None and result_type(reply) == "input_required"
         if not (intend_mrtr or needs_input):
             self._record(plain or f"{method} {label}", reply, tool=tool)
@@ -585,7 +599,8 @@ class Session:
 
     def _advance(self, op: Operation) -> None:
         op.rounds += 1
-        reply = self._post(op.method, op.next_params, op.input_schema, avoid=op.last_endpoint)
+        reply = self._post(op.method, op.next_params, op.input_schema, avoid=op.last_endpoint,
+                           name=op.leg_name(op.rounds))
         self.recorder.count("mrtr_legs")
         if reply.endpoint != op.last_endpoint:
             self.recorder.count("mrtr_cross_instance_legs")  # the retry went to another process

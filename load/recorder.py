@@ -9,6 +9,7 @@ once and the merged result equals what a single process would have recorded.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,10 +38,27 @@ BACKLOG_NAME = "(arrival not sent: backlog)"
 REFUSED_HANDLE = "refused handle "
 # The kinds of samples in the overall figures (percentiles, timeline, gates, objectives).
 OVERALL_KINDS = (REQUEST, BACKLOG)
+# Failure kinds of a request that got no answer at all (load/mcp_client.py names them).
+TIMEOUT = "timeout"
+CONNECTION = "connection"
+UNANSWERED = (TIMEOUT, CONNECTION)
+# Counter: requests in flight when the run started stopping that got no answer within their
+# timeout (or STOP_GRACE_S after the stop): each is a timeout sample of its name.
+NEVER_ANSWERED = "never_answered_at_stop"
 
 
 def setup_name(name: str) -> str:
     return SETUP_PREFIX + name
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A request sent and not yet back."""
+
+    name: str
+    kind: str
+    origin_ns: int  # its latency is timed from here (perf_counter_ns)
+    sent_ns: int  # its timeout runs from here
 
 
 class KindClash(ValueError):
@@ -105,6 +123,13 @@ class Recorder:
         # for the live progress line and the report's charts. Seconds merge exactly across workers.
         self.timeline: dict[int, Second] = {}
         self.worker_in_flight: dict[str, int] = {}  # master only: each worker's current MRTR operations
+        # Requests sent and not yet back: token -> (name, kind, timed from, sent at; perf_counter_ns).
+        # A user Locust stops while it waits never returns from its request, so a request the
+        # server never answered would otherwise be in no figure (a hung server's run read 0 failures).
+        self.waiting: dict[int, Waiting] = {}
+        self._tokens = itertools.count()
+        self.at_stop: set[int] = set()  # the tokens waiting when the run started stopping
+        self.last_answer: float | None = None  # epoch s of the last request that got an answer
 
     # --- recording (called from user greenlets; no yield inside, so no locking needed) ---
 
@@ -135,6 +160,12 @@ class Recorder:
         `is_error`: the text of an isError result (the sample is an answer, not a failure)."""
         if self.closed:
             return  # the run is stopping: Locust is tearing the users down, nothing is measured
+        self._add(name, elapsed_us, kind=kind, failure=failure, first_event_us=first_event_us,
+                  count_failure=count_failure, raw_ns=raw_ns, is_error=is_error)
+
+    def _add(self, name: str, elapsed_us: int, *, kind: str, failure: str | None = None,
+             first_event_us: int | None = None, count_failure: bool = True, raw_ns: int | None = None,
+             is_error: str | None = None) -> None:
         if self.started is None:
             self.started = time.time()
         stats = self._stats(name, kind)
@@ -158,6 +189,54 @@ class Recorder:
             second.latency.add(elapsed_us)
             if failure is not None:
                 second.failures += 1
+
+    # --- requests in flight, and those the stop caught waiting ---
+
+    def sent(self, name: str, kind: str, origin_ns: int) -> int:
+        """A request is on its way (named as it will be recorded, timed from `origin_ns`: the open
+        model's intended start, else now); the token for `ended`."""
+        token = next(self._tokens)
+        self.waiting[token] = Waiting(name, kind, origin_ns, time.perf_counter_ns())
+        return token
+
+    def ended(self, token: int, failure: str | None) -> None:
+        """The request came back (`failure`: its failure kind, None when it succeeded). One the
+        stop caught waiting that came back without an answer is counted here, as the stop's."""
+        entry = self.waiting.pop(token, None)
+        if failure not in UNANSWERED:
+            self.last_answer = time.time()
+        if token in self.at_stop:
+            self.at_stop.discard(token)
+            if entry is not None and failure in UNANSWERED:
+                self._never_answered(entry, str(failure), time.perf_counter_ns())
+
+    def close(self) -> None:
+        """The run starts stopping: nothing is measured from now on, except what becomes of the
+        requests waiting now (`ended`, `give_up`)."""
+        self.closed = True
+        self.at_stop = set(self.waiting)
+
+    def stop_deadline_ns(self, timeout_ns: int, grace_ns: int) -> int:
+        """Until when the stop waits for its waiting requests: each may take its timeout, as
+        during the run (a healthy server's answer is not a failure for arriving at the stop),
+        but all together no longer than `grace_ns` from now."""
+        now = time.perf_counter_ns()
+        ends = [self.waiting[t].sent_ns + timeout_ns for t in self.at_stop if t in self.waiting]
+        return min(now + grace_ns, max(ends, default=now))
+
+    def give_up(self) -> int:
+        """Every request the stop caught waiting that is waiting still: a timeout sample of its
+        name, timed to now (at least this long unanswered). Returns how many."""
+        now = time.perf_counter_ns()
+        left = [self.waiting.pop(t) for t in sorted(self.at_stop) if t in self.waiting]
+        self.at_stop = set()
+        for entry in left:
+            self._never_answered(entry, TIMEOUT, now)
+        return len(left)
+
+    def _never_answered(self, entry: Waiting, failure: str, now_ns: int) -> None:
+        self._add(entry.name, max(0, (now_ns - entry.origin_ns + 500) // 1000), kind=entry.kind, failure=failure)
+        self.counters[NEVER_ANSWERED] += 1
 
     def violation(self, rule: str, example: str) -> None:
         self.violations[rule] += 1
@@ -223,6 +302,7 @@ class Recorder:
             "list_cuts": dict(self.list_cuts),
             "mrtr_tools": sorted(self.mrtr_tools),
             "in_flight": self.in_flight,
+            "last_answer": self.last_answer,
             "timeline": [[sec, s.latency.to_wire(), s.failures] for sec, s in self.timeline.items()],
         }
         self.timeline = {}
@@ -256,6 +336,9 @@ class Recorder:
                 second = self.timeline[int(sec)] = Second()
             second.latency.merge(ExactHistogram.from_wire(lat))
             second.failures += int(failures)
+        last = data.get("last_answer")
+        if isinstance(last, int | float):
+            self.last_answer = max(self.last_answer or 0.0, float(last))
         self.worker_in_flight[source] = int(data.get("in_flight") or 0)
         peak = int(data.get("max_in_flight") or 0)
         self.worker_max_in_flight[source] = max(self.worker_max_in_flight.get(source, 0), peak)

@@ -16,7 +16,7 @@ from mcp_tempest.fuzz.safe_text import html_text
 from mcp_tempest.load.charts import STYLE, Chart, Series, svg
 from mcp_tempest.load.compare import html_section as compare_section
 from mcp_tempest.load.recorder import OPERATION
-from mcp_tempest.load.summary import describe_model
+from mcp_tempest.load.summary import describe_model, describe_never_answered
 
 _COLS = ("count", "failures", "is_error", "rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms",
          "mean_ms")
@@ -42,7 +42,9 @@ def _table(rows: list[tuple[str, dict[str, Any]]]) -> str:
     body = []
     for name, e in rows:
         first = e.get("first_event")
-        cells = "".join(f"<td>{_cell(k, e.get(k, 0))}</td>" for k in _COLS)
+        # no sample, no latency: '-', never a latency of 0
+        cells = "".join(f"<td>{'-' if k.endswith('_ms') and not e.get('count') else _cell(k, e.get(k, 0))}</td>"
+                        for k in _COLS)
         bad = ' class="bad"' if e.get("failures") else ""
         body.append(f"<tr><td{bad}>{_e(name)}</td>{cells}<td>{_cell('p99_ms', first['p99_ms']) if first else '-'}"
                     "</td></tr>")
@@ -121,6 +123,10 @@ def render(summary: dict[str, Any], baseline: dict[str, Any] | None = None) -> s
     failures = ("<table><tr><th>kind</th><th>count</th></tr>"
                 + "".join(f"<tr><td>{_e(k)}</td><td>{v}</td></tr>" for k, v in kinds.items()) + "</table>"
                 if kinds else "<p>none</p>")
+    never = describe_never_answered(summary)
+    if never:
+        failures += (f"<p class=\"bad\">{_e(never)}: in flight when the run stopped and not answered within "
+                     "--timeout, each counted as a timeout of its name (timed to when the run gave up on it)</p>")
     answers = summary.get("answers") or []
     is_error = ("<p>Answers, not failures: the tool ran and said it could not (a correct server refuses an "
                 "unknown handle this way). Most frequent:</p><table><tr><th>name</th><th>text</th><th>count</th></tr>"

@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from mcp_tempest.fuzz.safe_text import visible
+from mcp_tempest.fuzz.verdict_line import final_line, plural
 from mcp_tempest.load import capacity
 from mcp_tempest.load import compare as compare_mod
 from mcp_tempest.load import gates as gates_mod
@@ -36,7 +38,15 @@ from mcp_tempest.load import report as report_mod
 from mcp_tempest.load.machine import MachineWatch
 from mcp_tempest.load.memory import MemorySampler, analyse, describe
 from mcp_tempest.load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
-from mcp_tempest.load.summary import consistency, format_table, read_json, summary_line, write_json
+from mcp_tempest.load.summary import (
+    consistency,
+    describe_never_answered,
+    format_table,
+    read_json,
+    summary_counts,
+    wrap_lines,
+    write_json,
+)
 from mcp_tempest.targets import auth_client, extra_headers, ownership, processes, validate, wire
 from mcp_tempest.targets.http_deadline import deadline_connection, read_capped
 from mcp_tempest.targets.spawn_pool import SpawnPool, free_ports
@@ -275,15 +285,22 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
 
 
 def format_progress(line: dict[str, Any]) -> str:
-    """One live progress update, from a line Locust's side appended to progress.jsonl."""
+    """One live progress update, from a line Locust's side appended to progress.jsonl. A window
+    with no answer has no latency: it says `0 answered`, never `p99 0.00 ms`."""
     if "round" in line:  # --compare-target: one line per round
+        latency = (f"p50 {line['p50_ms']:.3f} ms, p99 {line['p99_ms']:.3f} ms"
+                   if isinstance(line.get("p99_ms"), int | float) and line.get("requests") else "0 answered")
         return (f"round {line.get('round')}/{line.get('rounds')} {line.get('build', ''):<9}: "
-                f"{line.get('requests', 0)} requests, {line.get('rps', 0):.1f} rps, "
-                f"p50 {line.get('p50_ms', 0):.3f} ms, p99 {line.get('p99_ms', 0):.3f} ms, "
+                f"{line.get('requests', 0)} requests, {line.get('rps', 0):.1f} rps, {latency}, "
                 f"{line.get('failures', 0)} failures")
+    if "stopping" in line:  # the stop waits for requests still in flight
+        return (f"[{line.get('t', 0):>6.1f}s] stopping: {line['stopping']} requests in flight unanswered; "
+                f"waiting up to {line.get('wait_s', 0):g}s more (their --timeout) before counting them as timeouts")
+    answered = line.get("answered", 1)  # a line without the key predates it: it had answers
+    latency = (f"p99 {line['p99_ms']:.2f} ms" if answered and isinstance(line.get("p99_ms"), int | float)
+               else "0 answered")
     return (f"[{line.get('t', 0):>6.1f}s] {line.get('requests', 0)} requests, {line.get('rps', 0):.1f} rps, "
-            f"{line.get('failures', 0)} failures, {line.get('mrtr_in_flight', 0)} MRTR in flight, "
-            f"p99 {line.get('p99_ms', 0):.2f} ms")
+            f"{line.get('failures', 0)} failures, {line.get('mrtr_in_flight', 0)} MRTR in flight, {latency}")
 
 
 class _ProgressTail:
@@ -606,12 +623,17 @@ def _find_capacity(args: argparse.Namespace, urls: list[str], out: Path, label: 
     (out / "capacity.html").write_text(capacity.html(report), encoding="utf-8")
     print(capacity.conclusion(report))
     print(f"reports: {out / 'capacity.json'}, {out / 'capacity.html'}, {out / 'steps'}/")
-    line = (f"load: capacity {report['capacity_rate']:g} arrivals/s" if report["capacity_rate"] is not None
-            else "load: capacity not found (no step held)")
-    print(line + f", {len(found.steps)} steps")
+    counts = (f"capacity {report['capacity_rate']:g} arrivals/s" if report["capacity_rate"] is not None
+              else "capacity not found") + f", {plural(len(found.steps), 'step')}"
     if not found.steps or report["incomplete"]:
-        return 2
-    return 0 if report["capacity_rate"] is not None else 1
+        status, reasons = 2, [f"steps at {', '.join(f'{r:g}/s' for r in failed)} did not finish" if failed
+                              else "no step ran"]
+    elif report["capacity_rate"] is None:
+        status, reasons = 1, [f"no step held {', '.join(s.text for s in slos)}"]
+    else:
+        status, reasons = 0, []
+    print(final_line("load", counts, status, reasons))
+    return status
 
 
 def _run(
@@ -636,16 +658,14 @@ def _run(
             try:
                 pool.start()
             except TargetError as exc:
-                print(f"mcp-tempest load: unusable target: {exc}", file=sys.stderr)
-                return 2
+                return _error(f"unusable target: {exc}")
             urls = pool.urls
         else:
             urls = [spec.url]
         for url in urls:
             problem = discover_ok(url, args.timeout)
             if problem is not None:
-                print(f"mcp-tempest load: unusable target: {problem}", file=sys.stderr)
-                return 2
+                return _error(f"unusable target: {problem}")
         if pool is not None:
             sampler = MemorySampler([p.pid for p in pool.processes if p is not None]).start()
         if args.find_capacity:
@@ -667,12 +687,9 @@ def _run(
         if pool is not None:
             pool.stop()
     if status is None:
-        print(f"mcp-tempest load: error: Locust did not finish in time; see {out / 'locust.log'}", file=sys.stderr)
-        return 2
+        return _error(f"error: Locust did not finish in time; see {out / 'locust.log'}")
     if not summary_path.is_file():
-        print(f"mcp-tempest load: error: Locust exited with status {status} without a summary; "
-              f"see {out / 'locust.log'}", file=sys.stderr)
-        return 2
+        return _error(f"error: Locust exited with status {status} without a summary; see {out / 'locust.log'}")
     summary = read_json(summary_path)
     summary["config"] = {
         "users": args.users if not args.rate else None, "rate": args.rate, "max_in_flight": args.max_in_flight,
@@ -721,17 +738,27 @@ def _run(
     for r in results:
         print(r.describe())
     if changes:
-        print(f"baseline {args.baseline}: "
-              + gates_mod.describe_noise(margin, args.baseline_floor_ms, args.baseline_min_samples))
+        print("\n".join(wrap_lines(f"baseline {args.baseline}: "
+                                    + gates_mod.describe_noise(margin, args.baseline_floor_ms,
+                                                               args.baseline_min_samples))))
         for c in changes:
-            print("  " + c.describe())
+            print("\n".join(wrap_lines(c.describe(), "  ", "      ")))
         if (summary.get("baseline") or {}).get("hint"):
             print("note: " + summary["baseline"]["hint"])
     for reason in reasons:
         print(f"FAIL: {reason}")
     print(f"reports: {out / 'report.html'}, {summary_path}, {out / 'locust_stats.csv'}, {out / 'locust.html'}")
-    print(summary_line(summary))
-    return 1 if reasons else 0
+    status = 1 if reasons else 0
+    print(final_line("load", summary_counts(summary), status, reasons))
+    return status
+
+
+def _error(message: str) -> int:
+    """A run that could not be made or judged: the one line on stderr, and the verdict line last
+    on stdout (exit 2). The message may quote the server (an error's text): shown through safe_text."""
+    print(f"mcp-tempest load: {visible(message)}", file=sys.stderr)
+    print(final_line("load", "0 requests", 2, [visible(message.removeprefix("error: "))]))
+    return 2
 
 
 def _start_side(spec: TargetSpec, instances: int, timeout: float, pools: list[SpawnPool]) -> list[str]:
@@ -761,13 +788,11 @@ def _run_compare(args: argparse.Namespace, spec: TargetSpec, old: TargetSpec, ou
             urls = _start_side(spec, args.instances, args.timeout, pools)
             old_urls = _start_side(old, args.instances, args.timeout, pools)
         except TargetError as exc:
-            print(f"mcp-tempest load: unusable target: {exc}", file=sys.stderr)
-            return 2
+            return _error(f"unusable target: {exc}")
         for url in (*urls, *old_urls):
             problem = discover_ok(url, args.timeout)
             if problem is not None:
-                print(f"mcp-tempest load: unusable target: {problem}", file=sys.stderr)
-                return 2
+                return _error(f"unusable target: {problem}")
         if pools and spec.kind == "http+spawn":
             sampler = MemorySampler([p.pid for p in pools[0].processes if p is not None]).start()
         plan.update(baseline_urls=old_urls, baseline_label=old.text)
@@ -789,9 +814,7 @@ def _run_compare(args: argparse.Namespace, spec: TargetSpec, old: TargetSpec, ou
     files = sorted(rounds_dir.glob("round-*.json"))
     if status is None or not (out / "summary.json").is_file() or len(files) != plan["rounds"]:
         why = "did not finish in time" if status is None else f"exited with status {status}"
-        print(f"mcp-tempest load: error: Locust {why} after {len(files)} of {plan['rounds']} rounds; "
-              f"see {out / 'locust.log'}", file=sys.stderr)
-        return 2
+        return _error(f"error: Locust {why} after {len(files)} of {plan['rounds']} rounds; see {out / 'locust.log'}")
     rounds = [read_json(f) for f in files]
     summary = read_json(out / "summary.json")
     baseline = read_json(rounds_dir / "baseline-summary.json") if (rounds_dir / "baseline-summary.json").is_file() \
@@ -848,10 +871,12 @@ def _run_compare(args: argparse.Namespace, spec: TargetSpec, old: TargetSpec, ou
     for reason in reasons:
         print(f"FAIL: {reason}")
     print(f"reports: {out / 'report.html'}, {out / 'summary.json'}, {out / 'baseline-summary.json'}, {rounds_dir}/")
-    print(f"load: compare {comparison['verdict']}, {plan['rounds']} rounds, "
-          f"p50 x{comparison['metrics']['p50_ms']['ratio']}, p99 x{comparison['metrics']['p99_ms']['ratio']}, "
-          f"rps x{comparison['metrics']['rps']['ratio']}; " + summary_line(summary).removeprefix("load: "))
-    return 1 if reasons else 0
+    ratios = ", ".join(f"{label} x{comparison['metrics'][key]['ratio']}"
+                       for label, key in (("p50", "p50_ms"), ("p99", "p99_ms"), ("rps", "rps")))
+    status = 1 if reasons else 0
+    print(final_line("load", f"compare {comparison['verdict']}, {plural(plan['rounds'], 'round')}, {ratios}; "
+                     + summary_counts(summary), status, reasons))
+    return status
 
 
 # A --baseline change this large (either way) is more often the machine than the build.
@@ -877,18 +902,23 @@ def baseline_hint(changes: list[gates_mod.Change], machine: dict[str, Any]) -> s
 
 def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], changes: list[gates_mod.Change],
              delivery: str | None = None) -> list[str]:
+    """Why the run fails (none: it passes), in the words of the last line and summary.json."""
     reasons = []
     if summary.get("consistency"):
         reasons.append("inconsistent figures (a harness bug): " + "; ".join(summary["consistency"]))
+    never = describe_never_answered(summary)
+    if never:
+        reasons.append(never)
     if delivery is not None:
         reasons.append(delivery)
     if summary.get("failures"):
-        reasons.append(f"{summary['failures']} failed requests or operations")
+        reasons.append(f"{plural(summary['failures'], 'failed request or operation', 'failed requests or operations')}")
     if summary.get("violations"):
-        reasons.append(f"{summary['violations']} oracle violations")
-    if (summary.get("memory") or {}).get("exceeded"):
-        reasons.append(f"server memory grew {summary['memory']['growth_mb']:.1f} MB")
-    crossed = [r.gate.text for r in results if r.crossed]
+        reasons.append(plural(summary["violations"], "oracle violation"))
+    memory = summary.get("memory") or {}
+    if memory.get("exceeded"):
+        reasons.append(f"server memory grew {memory['growth_mb']:.1f} MB (threshold {memory.get('threshold_mb', 0):g} MB)")
+    crossed = [r.why() for r in results if r.crossed]
     if crossed:
         reasons.append("gates crossed: " + ", ".join(crossed))
     regressions = [f"{c.name} {c.metric}" for c in changes if c.regression]

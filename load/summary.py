@@ -8,6 +8,7 @@ beside them, never instead of them, so scripts written against the contract keep
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ import orjson
 
 from mcp_tempest.fuzz.reach import TOP_TEXTS, shorten
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
+from mcp_tempest.fuzz.verdict_line import plural
 from mcp_tempest.load.histogram import PERCENTILES, ExactHistogram
 from mcp_tempest.load.recorder import (
     BACKLOG,
+    NEVER_ANSWERED,
     OPERATION,
     OVERALL_KINDS,
     REFUSED_HANDLE,
@@ -130,6 +133,11 @@ def build_summary(
         # the epoch second the timeline's t=0 stands for (memory growth per request uses it)
         "timeline_origin": min(rec.timeline) if rec.timeline else None,
         "failures_by_kind": dict(sorted(rec.failures.items())),
+        # requests in flight at the stop that got no answer within their --timeout: timeouts of
+        # their names (in the failures above), and when the last answer of the run came
+        "never_answered": counters.get(NEVER_ANSWERED, 0),
+        "last_answer_s": (round(max(0.0, rec.last_answer - rec.started), 1)
+                          if rec.last_answer is not None and rec.started is not None else None),
         "violations_by_rule": {
             rule: {"count": count, "example": rec.violation_examples.get(rule, "")}
             for rule, count in sorted(rec.violations.items())
@@ -200,50 +208,86 @@ def read_json(path: Path) -> Any:
     return orjson.loads(path.read_bytes())
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3f}" if value < 100 else f"{value:.1f}"
+def format_ms(value: float) -> str:
+    """A latency in ms, at most 7 characters up to 1000 s, so the tables' columns stay narrow."""
+    return f"{value:.3f}" if value < 100 else f"{value:.1f}" if value < 10_000 else f"{value:.0f}"
+
+
+# Every table `load` prints fits a terminal this wide (summary.json and report.html hold every
+# figure, p90 and p95 included, that the terminal table leaves out).
+TABLE_WIDTH = 100
+_LATENCIES = ("p50_ms", "p99_ms", "p999_ms", "max_ms")
+
+
+def wrap_lines(text: str, indent: str = "", hanging: str = "  ") -> list[str]:
+    """A line of prose beside a table, within TABLE_WIDTH (later lines indented by `hanging`);
+    never broken inside a word or at an option's hyphens."""
+    return textwrap.wrap(text, TABLE_WIDTH, initial_indent=indent, subsequent_indent=hanging,
+                         break_long_words=False, break_on_hyphens=False) or [text]
+
+
+def fit_table(head: list[str], rows: list[tuple[str, list[str] | None]], width: int = TABLE_WIDTH, *,
+              indent: str = "", align: str = "") -> list[str]:
+    """A name column and columns of cells (aligned as `align` says, one `<` or `>` a column;
+    right by default), within `width` characters with `indent` before each line: the cells' columns as narrow
+    as their widest cell, the name column what is left; a longer name (a leg of
+    `search_repositories_by_topic`) gets a line of its own above its cells. A row with no cells
+    is a blank line, one with None a rule."""
+    widths = [max([len(h), *(len(cells[i]) for _, cells in rows if cells)]) for i, h in enumerate(head[1:])]
+    numbers = sum(w + 1 for w in widths)
+    name_width = max(0, min(max([len(head[0]), *(len(n) for n, _ in rows)]), width - len(indent) - numbers))
+    aligns = [align[i] if i < len(align) else ">" for i in range(len(widths))]
+
+    def line(name: str, cells: list[str]) -> str:
+        return (f"{indent}{name:<{name_width}}"
+                + "".join(f" {c:{a}{w}}" for c, a, w in zip(cells, aligns, widths, strict=True))).rstrip()
+
+    out = [line(head[0], head[1:]), indent + "-" * (name_width + numbers)]
+    for name, cells in rows:
+        if cells is None:
+            out.append(out[1])
+        elif not cells:
+            out.append("")
+        elif len(name) > name_width:
+            out += [indent + name, line("", cells)]
+        else:
+            out.append(line(name, cells))
+    return out
 
 
 def format_table(summary: dict[str, Any]) -> str:
-    """The end-of-run table: one row per name, exact percentiles in milliseconds."""
+    """The end-of-run table: one row per name, exact percentiles in milliseconds; a row with no
+    samples shows `-`, not a latency of 0."""
     ops = summary.get("operations") or {}
-    shown = {n: visible(n, NAME_WIDTH) for n in ops}  # names carry the server's tool names
-    width = max([len("name"), *(len(n) for n in shown.values())]) + 2
-    cols = ("count", "fail", "isError", "rps", "p50", "p90", "p95", "p99", "p99.9", "max", "1st-ev p99")
-    head = f"{'name':<{width}}" + "".join(f"{c:>11}" for c in cols)
-    lines = [head, "-" * len(head)]
-
-    def row(name: str, e: dict[str, Any]) -> str:
-        first = e.get("first_event")
-        cells = [
-            str(e.get("count", 0)),
-            str(e.get("failures", 0)),
-            str(e.get("is_error", 0)),
-            f"{e.get('rps', 0):.1f}",
-            *(_ms(e.get(k, 0.0)) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms")),
-            _ms(first["p99_ms"]) if first else "-",
-        ]
-        return f"{shown.get(name, name):<{width}}" + "".join(f"{c:>11}" for c in cells)
-
-    requests = [(n, e) for n, e in ops.items() if e.get("kind") != OPERATION]
-    operations = [(n, e) for n, e in ops.items() if e.get("kind") == OPERATION]
-    lines.extend(row(n, e) for n, e in requests)
-    if operations:
-        lines.append("")
-        lines.extend(row(n, e) for n, e in operations)
     overall = dict(summary.get("overall") or {})
     duration = max(float(summary.get("duration_s") or 0.0), 1e-9)
     # the row's count, failures and rps are those of the samples its percentiles are read from
     overall.update(rps=round(overall.get("count", 0) / duration, 1))
-    lines.append("-" * len(head))
-    lines.append(row("all requests", overall))
+    streamed = any(e.get("first_event") for e in ops.values())
+    head = ["name (latency in ms)", "count", "fail", "isError", "rps", "p50", "p99", "p99.9", "max", *(["1st-ev p99"] if streamed else [])]
+
+    def row(name: str, e: dict[str, Any]) -> tuple[str, list[str]]:
+        answered = bool(e.get("count"))
+        first = e.get("first_event")
+        cells = [str(e.get("count", 0)), str(e.get("failures", 0)), str(e.get("is_error", 0)), f"{e.get('rps', 0):.1f}",
+                 *(format_ms(e.get(k, 0.0)) if answered else "-" for k in _LATENCIES)]
+        if streamed:
+            cells.append(format_ms(first["p99_ms"]) if first else "-")
+        return visible(name, NAME_WIDTH), cells  # names carry the server's tool names
+
+    requests = [row(n, e) for n, e in ops.items() if e.get("kind") != OPERATION]
+    operations = [row(n, e) for n, e in ops.items() if e.get("kind") == OPERATION]
+    lines = fit_table(head, [*requests, *([("", [])] if operations else []), *operations, ("", None),
+                             row("all requests", overall)])
     setup = summary.get("setup_requests") or 0
-    lines.append(f"{summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures in all; "
-                 f"{setup} setup requests (discovery, tool probe) are shown by name, not in 'all requests'"
-                 if setup else f"{summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures in all")
+    lines.append(f"{summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures in all"
+                 + (f" ({setup} setup requests, shown by name, not in 'all requests')" if setup else ""))
     kinds = summary.get("failures_by_kind") or {}
     if kinds:
         lines.append("failures: " + ", ".join(f"{visible(k)} x{v}" for k, v in kinds.items()))
+    never = describe_never_answered(summary)
+    if never:
+        lines.append(f"{never} (timeouts of their names, timed to when the run gave up on them)")
     lines.extend(describe_answers(summary))
     rules = summary.get("violations_by_rule") or {}
     if rules:
@@ -292,7 +336,8 @@ def describe_model(model: dict[str, Any]) -> str:
         if "arrivals_sent" in model:
             text += f"; {model['arrivals_sent']} of {model.get('arrivals_due', 0)} arrivals due were sent"
         if model.get("in_flight_at_stop"):
-            text += f" ({model['in_flight_at_stop']} still in flight at stop, not in the figures)"
+            text += (f" ({model['in_flight_at_stop']} still in flight at stop: not timed if answered, "
+                     "a timeout if never answered)")
         if model.get("backlog_timeouts"):
             text += f"; {model['backlog_timeouts']} arrivals waited past --timeout and were not sent"
         if model.get("not_started_at_stop"):
@@ -303,10 +348,26 @@ def describe_model(model: dict[str, Any]) -> str:
         " (each waits for its answer before the next request; a stall hides in the percentiles)"
 
 
-def summary_line(summary: dict[str, Any]) -> str:
+def summary_counts(summary: dict[str, Any]) -> str:
+    """The counts of the last line (fuzz/verdict_line.py adds the verdict and why)."""
     mrtr = summary.get("mrtr") or {}
-    return (
-        f"load: {summary.get('requests', 0)} requests, {summary.get('failures', 0)} failures, "
-        f"{summary.get('rps', 0.0):.1f} rps, {mrtr.get('operations', 0)} MRTR operations, "
-        f"{summary.get('violations', 0)} violations"
-    )
+    return (f"{plural(summary.get('requests', 0), 'request')}, {plural(summary.get('failures', 0), 'failure')}, "
+            f"{summary.get('rps', 0.0):.1f} rps, {plural(mrtr.get('operations', 0), 'MRTR operation')}, "
+            f"{plural(summary.get('violations', 0), 'violation')}")
+
+
+# A last answer this long before the stop, with requests left waiting: the server stopped answering.
+STOPPED_GAP_S = 1.0
+
+
+def describe_never_answered(summary: dict[str, Any]) -> str | None:
+    """Why a run whose requests were left unanswered at the stop failed, or None."""
+    n = int(summary.get("never_answered") or 0)
+    if not n:
+        return None
+    last = summary.get("last_answer_s")
+    if last is None:
+        return f"{plural(n, 'request')} never answered; the server answered none of the run's requests"
+    if float(last) < float(summary.get("duration_s") or 0.0) - STOPPED_GAP_S:
+        return f"{plural(n, 'request')} never answered; the server stopped answering at t={float(last):.1f}s"
+    return f"{plural(n, 'request')} in flight at the stop never answered (waited for up to their --timeout)"

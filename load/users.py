@@ -58,7 +58,13 @@ log = logging.getLogger("mcp-tempest.load")
 FLUSH_MESSAGE = "mcp_tempest_flush"
 FINAL_MESSAGE = "mcp_tempest_final"
 REPORT_KEY = "mcp_tempest"
-FLUSH_TIMEOUT_S = 15.0
+# At the stop, how long (at most) the run waits for the requests it caught in flight: each may
+# take its --timeout, as during the run, so a healthy server's answer is never a failure for
+# arriving at the stop; one still unanswered then counts as a timeout (Recorder.give_up).
+STOP_GRACE_S = 10.0
+STOP_SLACK_S = 0.25  # past a request's own --timeout: its client timer fires first, with its own kind
+STOP_NOTICE_S = 0.5  # a wait this long at the stop is said on the progress line
+FLUSH_TIMEOUT_S = 15.0 + STOP_GRACE_S + STOP_SLACK_S
 CSV_SETTLE_S = 1.2
 # Open model: how often _watch_loop notes that the event loop runs, and how long without a note
 # counts as the loop being held (Locust's stop() holds it for tens of milliseconds).
@@ -326,9 +332,10 @@ def _progress_loop(path: Path, every: float) -> None:
                 "requests": rec.requests,
                 "failures": rec.failure_total,
                 "rps": round(hist.count / span, 1),
+                "answered": hist.count,  # in the window: no answer, no latency (never a p99 of 0)
                 "window_failures": failures,
                 "mrtr_in_flight": rec.in_flight_total(),
-                "p99_ms": hist.percentile_us(99.0) / 1000.0,
+                "p99_ms": hist.percentile_us(99.0) / 1000.0 if hist.count else None,
             }
             fh.write(orjson.dumps(line) + b"\n")
 
@@ -360,9 +367,17 @@ def _on_test_start(environment: Any, **_kw: Any) -> None:
 def _on_test_stopping(environment: Any, **_kw: Any) -> None:
     runner = environment.runner
     if not isinstance(runner, MasterRunner):
-        STATE.recorder.closed = True  # a worker's or a local run's users are being torn down
+        rec = STATE.recorder
+        rec.stopped = rec.stopped or time.time()  # the grace below is not part of the run
+        rec.close()  # a worker's or a local run's users are being torn down
         _note_backlog()
+        if STATE.progress is not None:  # the windows are over; the wait below says itself
+            STATE.progress.kill(block=False)
+            STATE.progress = None
+        _settle(environment, rec)
         return
+    # the measuring ends now; the workers' flush (and their wait for what was in flight) is not in it
+    STATE.recorder.stopped = STATE.recorder.stopped or time.time()
     workers = [c.id for c in runner.clients.all]
     for worker in workers:
         runner.send_message(FLUSH_MESSAGE, None, client_id=worker)
@@ -372,6 +387,36 @@ def _on_test_stopping(environment: Any, **_kw: Any) -> None:
     missing = set(workers) - STATE.finals
     if missing:
         log.warning("no final statistics from %d worker(s): %s", len(missing), ", ".join(sorted(missing)))
+
+
+def _settle(environment: Any, rec: Recorder) -> None:
+    """Wait for the requests the stop caught in flight (each up to its --timeout, all within
+    STOP_GRACE_S), while the users still run; then every one still unanswered is a timeout of its
+    name. A healthy server answers them in milliseconds, so a clean run loses nothing here."""
+    if not rec.at_stop:
+        return
+    opts = _opts(environment)
+    timeout = float(opts.mcp_timeout) if opts is not None else 10.0
+    begun = time.perf_counter_ns()
+    deadline = rec.stop_deadline_ns(int((timeout + STOP_SLACK_S) * 1e9), int(STOP_GRACE_S * 1e9))
+    noticed = False
+    while rec.at_stop and time.perf_counter_ns() < deadline:
+        if not noticed and time.perf_counter_ns() - begun >= STOP_NOTICE_S * 1e9:
+            noticed = True
+            _progress_note(environment, {"t": round(time.time() - (rec.started or time.time()), 1),
+                                         "stopping": len(rec.at_stop),
+                                         "wait_s": round((deadline - time.perf_counter_ns()) / 1e9, 1)})
+        gevent.sleep(0.01)
+    rec.give_up()
+
+
+def _progress_note(environment: Any, line: dict[str, Any]) -> None:
+    """One extra line on the live progress (a local run's only: a worker's would go nowhere)."""
+    opts = _opts(environment)
+    if opts is None or not opts.mcp_progress or isinstance(environment.runner, WorkerRunner):
+        return
+    with contextlib.suppress(OSError), open(opts.mcp_progress, "ab", buffering=0) as fh:
+        fh.write(orjson.dumps(line) + b"\n")
 
 
 @events.test_stop.add_listener
@@ -512,10 +557,12 @@ def _rounds_loop(environment: Any) -> None:
             write_json(folder / f"round-{i + 1:02d}-{side}.json", summary)
             if progress is not None:
                 overall = summary["overall"]
+                answered = overall["count"] > 0  # no samples, no latency (never a p99 of 0)
                 progress.write(orjson.dumps({"round": i + 1, "rounds": len(order), "build": side,
                                              "requests": overall["count"], "failures": summary["failures"],
                                              "rps": round(overall["count"] / max(duration, 1e-9), 1),
-                                             "p50_ms": overall["p50_ms"], "p99_ms": overall["p99_ms"]}) + b"\n")
+                                             "p50_ms": overall["p50_ms"] if answered else None,
+                                             "p99_ms": overall["p99_ms"] if answered else None}) + b"\n")
             total = STATE.totals[side]
             total.started = total.started or rec.started
             total.stopped = rec.stopped

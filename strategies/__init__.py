@@ -16,7 +16,7 @@ Main entry points (see each module for details):
   Inventory, targeted_request(inventory)                   strategies.targeted
   SchemaCompiler, compile_schema(schema)                   strategies.compiler
   draw_examples(strategy, count, seed)                     strategies.sampling
-  frames_main(argv)                                        strategies.frames_command
+  run_frames(argv, out) (the command: fuzz/frames_command)  strategies.frames_command
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ _EXPORTS = {
     "Inventory": "targeted",
     "targeted_request": "targeted",
     "draw_examples": "sampling",
-    "frames_main": "frames_command",
+    "run_frames": "frames_command",
+    "FramesOutcome": "frames_command",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -58,6 +58,9 @@ class Expectation:
     rule: the rule the frame probes (a wrong reaction is reported under the server's duty toward
       it, with `rule` as the violation's `probe_rule`); strength: how strong that deviation is
       (where the spec leaves the reaction open, HEURISTIC at most).
+    duty: the server's duty toward this frame when the probed rule does not name it (an invalid
+      logLevel breaks the request schema, RPC-13, and DIGEST 13 says it SHOULD get -32602: LOG-03);
+      None: the duty the probed rule maps to (`fuzz.oracle.model.server_duty`).
     codes: the error codes allowed; http_codes: the ones over HTTP where they differ (-32020 for a
       header/body mismatch), folded into `codes` by `for_transport`.
     statuses: the HTTP statuses allowed (empty: the kind's default, see `default_statuses`).
@@ -83,6 +86,7 @@ class Expectation:
     modern_only: bool = False
     http_codes: frozenset[int] | None = None
     note: str = ""
+    duty: str | None = None
 
     def __post_init__(self) -> None:
         # Callers pass lists or sets from JSON; keep the dataclass hashable and comparable.
@@ -130,6 +134,7 @@ class Expectation:
             **({"modern_only": True} if self.modern_only else {}),
             **({"http_codes": sorted(self.http_codes)} if self.http_codes is not None else {}),
             **({"note": self.note} if self.note else {}),
+            **({"duty": self.duty} if self.duty else {}),
         }
 
     @classmethod
@@ -142,4 +147,5 @@ class Expectation:
             eras=frozenset(data.get("eras", MODERN)), forbid_headers=frozenset(data.get("forbid_headers", ())),
             served_strength=data.get("served_strength"), modern_only=bool(data.get("modern_only", False)),
             http_codes=frozenset(http_codes) if http_codes is not None else None, note=data.get("note", ""),
+            duty=data["duty"] if isinstance(data.get("duty"), str) and data["duty"] else None,
         )

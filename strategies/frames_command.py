@@ -8,14 +8,15 @@ Line format: a frame is printed as its JSON; a byte-level mutation as
 `{"raw": "<the exact bytes before the final newline>"}` (JSON-escaped, so a raw CR, LF, NUL or
 BOM is visible; bytes that are not UTF-8 are given as latin-1 with `"encoding": "latin-1"`);
 a header mutation as `{"http_headers": {...}, "frame": {...}}`. Stdout carries frames only, so it
-pipes into `jq` or a server; the one-line summary goes to stderr (CLI.md).
+pipes into `jq` or a server; the one-line summary goes to stderr (CLI.md), written by the command
+around this (fuzz/frames_command.py: its words are fuzz/verdict_line.py's, which `strategies`,
+being pure, does not import): `run_frames` writes the frames and says what to summarise.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import orjson
 
@@ -32,6 +33,17 @@ class _Parser(argparse.ArgumentParser):
 
 class _UsageError(Exception):
     pass
+
+
+class FramesOutcome(NamedTuple):
+    """What a run of `frames` printed, for its one-line summary: `count` `noun`s, then `detail`
+    (`, method tools/call`); `why` is the one-line reason of a bad input (status 2)."""
+
+    status: int
+    count: int
+    noun: str
+    detail: str = ""
+    why: str = ""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +80,7 @@ def case_lines(case: MalformedCase) -> list[str]:
     return [_dump(frame) for frame in case.frames]
 
 
-def _list(out: TextIO, err: TextIO) -> int:
+def _list(out: TextIO) -> FramesOutcome:
     rows = catalogue()
     width = max(len(r["name"]) for r in rows)
     for row in rows:
@@ -77,13 +89,12 @@ def _list(out: TextIO, err: TextIO) -> int:
             f"{row['name']:<{width}}  {row['rule']:<8} {row['transport']:<5} {row['level']:<7} "
             f"{expect['kind']:<23} {expect['strength']:<9} {row['description']}\n"
         )
-    err.write(f"frames: {len(rows)} mutations\n")
-    return 0
+    return FramesOutcome(0, len(rows), "mutation")
 
 
-def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _run(args: argparse.Namespace, out: TextIO) -> FramesOutcome:
     if args.list:
-        return _list(out, err)
+        return _list(out)
     if args.count < 0:
         raise _UsageError("--count must be >= 0")
     try:
@@ -107,8 +118,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rule = MUTATIONS[args.malformed].rule
         where = f", method {args.method}" if args.method else ""
         extra = f" ({lines} lines)" if lines != len(cases) else ""
-        err.write(f"frames: {len(cases)} frames{extra}, mutation {args.malformed} ({rule}){where}\n")
-        return 0
+        return FramesOutcome(0, len(cases), "frame", f"{extra}, mutation {args.malformed} ({rule}){where}")
 
     from mcp_tempest.strategies.frames import any_valid_frame, client_methods, valid_frame
 
@@ -121,27 +131,17 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     frames = draw_examples(strategy, args.count, args.seed)
     for frame in frames:
         out.write(_dump(frame) + "\n")
-    err.write(f"frames: {len(frames)} frames, method {args.method or 'any'}\n")
-    return 0
+    return FramesOutcome(0, len(frames), "frame", f", method {args.method or 'any'}")
 
 
-def frames_main(argv: list[str]) -> int:
-    """Entry point for `mcp-tempest frames ...` (the CLI passes the arguments after `frames`)."""
-    out = sys.stdout
+def run_frames(argv: list[str], out: TextIO) -> FramesOutcome | None:
+    """`mcp-tempest frames ...` (the arguments after `frames`): the frames to `out`, and what to
+    summarise; None after --help (argparse printed it). A BrokenPipeError (`frames | head`) is
+    the caller's to take."""
     try:
         args = _parser().parse_args(argv)
-        return _run(args, out, sys.stderr)
-    except _UsageError as exc:
-        sys.stderr.write(f"mcp-tempest frames: error: {exc}\n")
-        return 2
-    except SchemaSourceError as exc:
-        sys.stderr.write(f"mcp-tempest frames: error: {exc}\n")
-        return 2
-    except BrokenPipeError:  # `frames ... | head`
-        return 0
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0) if isinstance(exc.code, int | None) else 2
-
-
-if __name__ == "__main__":  # pragma: no cover - handy during development
-    raise SystemExit(frames_main(sys.argv[1:]))
+        return _run(args, out)
+    except (_UsageError, SchemaSourceError) as exc:
+        return FramesOutcome(2, 0, "frame", why=str(exc))
+    except SystemExit:  # --help
+        return None

@@ -3,7 +3,9 @@
 The probe is the first thing a user runs against a new target, so its failures must explain
 themselves: a command that does not exist, a server that dies at once, one that never answers,
 one that prints a banner on stdout, a URL with nothing behind it. Each becomes one line on
-stderr and exit status 2, never a traceback, and never a process left running.
+stderr and exit status 2, never a traceback, and never a process left running; a server that
+answers but refuses both eras is quoted (its error code and message). The command around it
+(printing, exit status, --json) is fuzz/probe_command.py.
 
 Algorithm: `server/discover` with modern `_meta` first. A DiscoverResult or a recognised modern
 error (-32022 with data.supported, -32021, -32020, or over HTTP a 404 with a -32601 body) means
@@ -16,14 +18,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
-import orjson
-
-from mcp_tempest.targets import auth_client, extra_headers, validate, wire
+from mcp_tempest.targets import auth_client, extra_headers, wire
 from mcp_tempest.targets.connect import Target
 from mcp_tempest.targets.connection import Connection, is_response_to
 from mcp_tempest.targets.http_driver import HttpConnection
@@ -31,13 +30,12 @@ from mcp_tempest.targets.list_reader import (
     ListBudget,
     ListRead,
     add_budget_options,
-    budget_from_args,
     describe_reply,
     read_connection_list,
 )
 from mcp_tempest.targets.processes import SpawnError
 from mcp_tempest.targets.stdio_driver import StdioPool
-from mcp_tempest.targets.target_spec import TargetError, TargetSpec, parse_target
+from mcp_tempest.targets.target_spec import TargetError, TargetSpec
 from mcp_tempest.targets.transcript import Event, Transcript
 
 DEFAULT_PROBE_TIMEOUT: Final = 10.0
@@ -129,8 +127,7 @@ class ProbeResult:
             lines.append(f"{name + ':':<14}{_count_text(self.counts.get(name), name, name in self.truncated)}")
         lines += [f"note:         {read.describe()}" for read in self.incomplete()]
         lines += [f"problem:      {p['rule']}: {p['message']}" for p in self.problems]
-        lines.append(self.summary_line())
-        return "\n".join(lines)
+        return "\n".join(lines)  # the summary line is the command's last (fuzz/probe_command.py)
 
 
 def _count_text(count: int | None, name: str, truncated: bool) -> str:
@@ -491,7 +488,32 @@ def _explain(spec: TargetSpec, transcript: Transcript, timeout: float) -> str:
         return f"target exited with status {exits[0].status} before answering{stderr_hint}"
     if not answered:
         return f"no answer from the target within {timeout:g} s to server/discover or initialize{stderr_hint}"
-    return "target answered, but neither server/discover nor initialize succeeded (speaks no known MCP era)"
+    refusals = _refusals(events)
+    return ("target answered, but neither server/discover nor initialize succeeded (speaks no known MCP era)"
+            + (f": {refusals}" if refusals else ""))
+
+
+REFUSAL_WIDTH: Final = 200  # characters of a server's own error message quoted in the unusable line
+
+
+def _refusals(events: list[Event]) -> str:
+    """The server's own refusals of the era probe, quoted: `server/discover and initialize
+    answered -32602 "params._meta.protocolVersion must be a non-empty string"`. Its words, cut to
+    REFUSAL_WIDTH; raw here (targets/ cannot reach fuzz/safe_text.py): every caller shows a
+    ProbeFailure through `visible`."""
+    methods = {e.message.get("id"): e.message.get("method") for e in events
+               if e.kind == "send" and isinstance(e.message, dict) and "method" in e.message}
+    said: dict[str, list[str]] = {}
+    for e in events:
+        error = e.message.get("error") if e.kind == "recv" and isinstance(e.message, dict) else None
+        method = methods.get(e.message.get("id")) if isinstance(error, dict) else None
+        if method not in ("server/discover", "initialize"):
+            continue
+        message = str(error.get("message", ""))
+        text = f"{error.get('code')} \"{message[:REFUSAL_WIDTH]}{'...' if len(message) > REFUSAL_WIDTH else ''}\""
+        if method not in said.setdefault(text, []):
+            said[text].append(method)
+    return "; ".join(f"{' and '.join(who)} answered {text}" for text, who in said.items())
 
 
 def _snippet(raw: bytes | None, limit: int = 80) -> str:
@@ -507,7 +529,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """probe's options, built apart from probe_main so that fuzz/config.py can read them."""
+    """probe's options, built apart from the command (fuzz/probe_command.py) so that fuzz/config.py can read them."""
     parser = _Parser(
         prog="mcp-tempest probe",
         description="Report which MCP era a server speaks and what it lists (DIGEST 5.3).",
@@ -526,40 +548,3 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start each server in a network namespace of its own with only a loopback, so a tool that "
                              "fetches a generated URL reaches nothing (stdio: and http+spawn: targets; Linux, root)")
     return parser
-
-
-def probe_main(argv: list[str]) -> int:
-    """`mcp-tempest probe [--target T] [--json] [--timeout S]`: 0 probed, 2 unusable target."""
-    args = build_parser().parse_args(argv)
-    try:
-        validate.seconds(args.timeout, "--timeout")
-        budget = budget_from_args(args)
-        extra_headers.configure(args.header)
-    except (validate.InputError, extra_headers.HeaderError) as exc:
-        print(f"probe: {exc}", file=sys.stderr)
-        return 2
-    session = None
-    try:
-        if not args.auth and auth_client.needs_issuer([args.target or ""]):
-            raise auth_client.AuthServerError("the target command names {issuer}: add --auth")
-        session = auth_client.start(args.auth, args.auth_issuer, announce=lambda line: print(line, file=sys.stderr))
-        spec = parse_target(args.target, allow_remote=args.allow_remote, isolate_network=args.isolate_network)
-        result = probe(spec, timeout=args.timeout, budget=budget, check_dual=not args.no_dual)
-    except (TargetError, ProbeFailure, auth_client.AuthServerError) as exc:
-        print(f"probe: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("probe: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if session is not None:
-            session.close()
-    if args.json:
-        sys.stdout.write(orjson.dumps(result.to_json()).decode() + "\n")
-    else:
-        print(result.human())
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - the console script is the lead's
-    raise SystemExit(probe_main(sys.argv[1:]))

@@ -179,7 +179,7 @@ def test_the_reference_under_auth_has_no_finding_in_any_property(tmp_path: Path)
     """Every property runs against the protected server with valid tokens: zero findings."""
     result, out = _campaign(tmp_path, properties="all", examples=80, seed=7)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert last_line(result.stdout).endswith(" 0 findings")
+    assert last_line(result.stdout).endswith(" 0 findings: PASS"), last_line(result.stdout)
 
 
 def test_issuer_placeholder_without_auth_is_a_one_line_error(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_load_with_auth_sends_valid_tokens_to_a_protected_server(tmp_path: Path)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert (out / "summary.json").is_file()
     line = last_line(result.stdout)
-    assert line.startswith("load: ") and " 0 failures" in line and line.endswith(" 0 violations"), line
+    assert line.startswith("load: ") and " 0 failures" in line and line.endswith(" 0 violations: PASS"), line
     bad = run_cli("load", "--target", target, "--run-time", "3s", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "add --auth" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_tempest.targets.probe import probe_main
+from mcp_tempest.fuzz.probe_command import probe_main
+from mcp_tempest.fuzz.verdict_line import parse_final_line
 from mcp_tempest.targets.processes import group_members
 from mcp_tempest.targets.spawn_pool import free_ports
 
@@ -84,9 +85,11 @@ def run(capsys: pytest.CaptureFixture[str], target: str, *extra: str) -> tuple[i
     code = probe_main(["--target", target, "--timeout", "1", *extra])
     elapsed = time.monotonic() - started
     out, err = capsys.readouterr()
-    assert out == ""
     assert "Traceback" not in err
     assert err.count("\n") == 1 and err.startswith("probe: "), err
+    said = parse_final_line(out)  # stdout: the last line alone, the same reason in its verdict
+    assert out.count("\n") == 1 and said is not None and said.word == "ERROR", out
+    assert said.why.removeprefix("unusable target: ") == err.strip().removeprefix("probe: "), (said, err)
     return code, err.strip(), elapsed
 
 
@@ -175,10 +178,11 @@ def test_as_a_real_process_no_traceback_and_nothing_left(tmp_path: Path) -> None
     """The same contract seen from outside: the probe's own process exits 2 with one line."""
     target, pidfile = bad(tmp_path, "silent")
     out = subprocess.run(
-        [PY, "-m", "mcp_tempest.targets.probe", "--target", target, "--timeout", "1"],
+        [PY, "-m", "mcp_tempest.fuzz.probe_command", "--target", target, "--timeout", "1"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )
     assert out.returncode == 2
-    assert out.stdout == ""
+    assert out.stdout == ("probe: no era: ERROR (unusable target: no answer from the target within 1 s to "
+                          "server/discover or initialize)\n")
     assert out.stderr.splitlines() == ["probe: no answer from the target within 1 s to server/discover or initialize"]
     assert_nothing_left(read_pids(pidfile), pidfile)

@@ -140,7 +140,7 @@ def test_reference_catalogue_is_every_page_read_three_times_without_a_finding(tm
     assert demand > 0 and cat.turn_tokens == cat.tools_list_cost.tokens + cat.instructions_cost.tokens
     assert re.fullmatch(rf"catalogue: {cat.turn_tokens} tokens every turn \(o200k_base; tools as one list \+ "
                         rf"instructions\), {cat.turn_bytes} bytes, \+ {demand} in resources, templates, prompts, "
-                        rf"{len(catalog.TOOLS)} tools, modern 2026-07-28, 0 findings, 0 observations",
+                        rf"{len(catalog.TOOLS)} tools, modern 2026-07-28, 0 findings, 0 observations: PASS",
                         last_line(run.stdout)), run.stdout
     assert (f"every turn: {cat.turn_tokens} tokens, {cat.turn_bytes} bytes (tool definitions as one list "
             f"{cat.tools_list_cost.tokens} + instructions {cat.instructions_cost.tokens})") in run.stdout.splitlines()

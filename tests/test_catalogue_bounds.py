@@ -205,7 +205,8 @@ def test_a_drift_repro_replays_as_still_failing_while_the_server_drifts(tmp_path
     assert code == 1 and drift and all(f["rule"] == "TOOL-02" for f in drift)
     repro = str(tmp_path / "out-0" / drift[0]["repro"])
     again = run_cli("replay", repro, timeout=120)
-    assert again.returncode == 1 and last_line(again.stdout).startswith(f"replay: {drift[0]['id']} still fails")
+    assert again.returncode == 1 and last_line(again.stdout).startswith(f"replay: {drift[0]['id']}, 1 attempt: FAIL "
+                                                                          "(still fails: MUST TOOL-02)")
     # The same server without --drift lists the same catalogue on every process: the bug is gone.
     fixed = run_cli("replay", repro, "--target", hostile(), timeout=120)
     assert fixed.returncode == 0 and "no longer fails" in last_line(fixed.stdout), fixed.stdout

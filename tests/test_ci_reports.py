@@ -38,12 +38,15 @@ def test_sarif_lists_every_finding_with_level_location_and_fingerprint(mutant_ou
         uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
         assert uri == finding["repro"] and (mutant_out / uri).is_file()
         assert finding["title"] in result["message"]["text"]
+        assert result["baselineState"] == "new" and "suppressions" not in result  # no --known: every one is new
 
 
 def test_markdown_summary_names_each_finding_and_its_replay(mutant_out: Path):
     text = (mutant_out / "summary.md").read_text()
-    findings = orjson.loads((mutant_out / "findings.json").read_bytes())["findings"]
-    assert text.startswith(f"## mcp-tempest fuzz: {len(findings)} finding")
+    index = orjson.loads((mutant_out / "findings.json").read_bytes())
+    findings, failing = index["findings"], index["failures"]
+    assert text.startswith(f"## mcp-tempest fuzz: {failing} finding{'s' * (failing != 1)}")
+    assert text.splitlines()[0].split(": ")[2].startswith("FAIL (")  # the verdict of exit status 1
     for f in findings:
         assert f"`mcp-tempest replay {f['repro']}`" in text
     assert "| ids | stdio |" in text
@@ -56,4 +59,4 @@ def test_a_clean_campaign_has_empty_sarif_results_and_says_no_findings(tmp_path:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sarif = orjson.loads((tmp_path / "out" / "results.sarif").read_bytes())
     assert sarif["runs"][0]["results"] == [] and sarif["runs"][0]["tool"]["driver"]["rules"] == []
-    assert (tmp_path / "out" / "summary.md").read_text().startswith("## mcp-tempest fuzz: no findings")
+    assert (tmp_path / "out" / "summary.md").read_text().startswith("## mcp-tempest fuzz: 0 findings: PASS\n")

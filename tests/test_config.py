@@ -128,7 +128,7 @@ def test_a_campaign_takes_its_options_from_pyproject_and_the_environment(tmp_pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "seed 42, output in tempest-report" in proc.stdout
     assert (tmp_path / "tempest-report" / "findings.json").is_file()
-    assert proc.stdout.splitlines()[-1].startswith("fuzz: ") and " 1 properties, 0 findings" in proc.stdout
+    assert proc.stdout.splitlines()[-1].startswith("fuzz: ") and " 1 property, 0 findings: PASS" in proc.stdout
 
 
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path: Path):

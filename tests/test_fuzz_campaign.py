@@ -26,15 +26,18 @@ from fuzz_support import (
 )
 from process_support import default_sigint
 
-SUMMARY = r"fuzz: \d+ examples, \d+ properties, \d+ findings"
+from mcp_tempest.fuzz.verdict_line import parse_final_line
+
 PROPERTIES = ("framing", "ids", "valid", "history", "lists", "handoff", "mrtr")
 
 
 def _summary(stdout: str) -> tuple[int, int, int]:
-    line = last_line(stdout)
-    parts = line.removeprefix("fuzz: ").split(", ")
-    assert line.startswith("fuzz: ") and len(parts) in (3, 4), line  # `, O observations` when any
-    assert len(parts) == 3 or parts[3].endswith(" observations"), line
+    """The last line's counts (fuzz/verdict_line.py `final_line`): examples, properties, findings."""
+    line = parse_final_line(last_line(stdout))
+    assert line is not None and line.command == "fuzz", last_line(stdout)
+    parts = line.counts.split(", ")
+    assert len(parts) in (3, 4), line  # `, O observation(s)` when any
+    assert len(parts) == 3 or parts[3].split()[1].startswith("observation"), line
     return tuple(int(p.split()[0]) for p in parts[:3])  # type: ignore[return-value]
 
 
@@ -182,6 +185,8 @@ def test_ctrl_c_stops_cleanly_with_what_was_found(tmp_path: Path) -> None:
     assert "interrupted" in stdout and "Traceback" not in stderr
     examples, _, findings = _summary(stdout)
     assert findings >= 1 and examples >= 1
+    said = parse_final_line(last_line(stdout))
+    assert said is not None and said.word == "FAIL" and "interrupted" in said.why, last_line(stdout)
     index = orjson.loads((out / "findings.json").read_bytes())
     assert index["interrupted"] is True and index["failures"] == findings
     assert len([f for f in index["findings"] if f["verdict"] == "failure"]) == findings

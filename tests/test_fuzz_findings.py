@@ -312,7 +312,8 @@ def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> No
     # on a fresh process), which is labelled so and never fails a run either.
     index = orjson.loads((out / "findings.json").read_bytes())
     assert (index["fail_on"], index["failures"]) == ("should", 0)
-    assert last_line(proc.stdout).endswith(f" properties, 0 findings, {index['observations']} observations"), proc.stdout
+    assert last_line(proc.stdout).endswith(f" property, 0 findings, {index['observations']} observations: PASS"), \
+        proc.stdout
     assert "observation RPC-07-" in proc.stdout
     [entry] = [f for f in index["findings"] if f["rule"] == "RPC-07"]
     assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC"
@@ -327,7 +328,8 @@ def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> No
     strict = tmp_path / "strict"
     proc = run_cli("fuzz", "--target", target, "--out", str(strict), "--fail-on", "heuristic", *args)
     # (an unconfirmed observation, as above, may follow the count: never a failure)
-    assert proc.returncode == 1 and " properties, 1 findings" in last_line(proc.stdout), proc.stdout
+    assert proc.returncode == 1 and " property, 1 finding" in last_line(proc.stdout), proc.stdout
+    assert last_line(proc.stdout).endswith(": FAIL (1 finding: RPC-07)"), proc.stdout
     [suite] = list(JUnitXml.fromfile(str(strict / "junit.xml")))
     assert suite.failures == 1
 
@@ -348,3 +350,64 @@ def test_html_report_stays_readable_with_dozens_of_findings(tmp_path: Path) -> N
     html = report_html(runs, store.findings, target="t", seed=1, examples=50, seconds=1.0, out_dir=tmp_path)
     assert html.count("<details id=") == 40 and "<details id=\"RT-00" in html and " open>" not in html
     assert html.index("<h2>Findings (40)") < html.index("<h2>Property runs")  # the findings lead
+
+
+def test_every_report_agrees_with_the_exit_status_under_a_known_baseline(tmp_path: Path) -> None:
+    """junit.xml's failures, SARIF's baselineState and summary.md's verdict follow the exit status:
+    a group the --known baseline knew is skipped (with the baseline's reason) and suppressed, a new
+    one fails; interrupted and harness-error runs say so (issue 32)."""
+    from junitparser import JUnitXml
+
+    from mcp_tempest.fuzz.coverage import known_report
+    from mcp_tempest.fuzz.report_status import report_status
+    from mcp_tempest.fuzz.verdict_line import VERDICTS
+
+    store = FindingStore(tmp_path / "store", target="t", seed=1)
+    old, _ = store.record(evidence(2, rule="RT-01", prop="valid"))
+    new, _ = store.record(evidence(2, rule="RPC-06", prop="ids", title="result without a request id"))
+    store.record(evidence(2, rule="RPC-11", prop="framing", strength="HEURISTIC", title="batch dropped"))
+    runs = [PropertyRun("valid", "stdio", 10, 1.0), PropertyRun("ids", "stdio", 10, 1.0),
+            PropertyRun("framing", "stdio", 10, 1.0)]
+    scenarios = {  # name: (baseline, interrupted, run error) -> expected exit status
+        "one new": ({old.id: "tracked in #12"}, False, "", 1),
+        "all known": ({old.id: "tracked in #12", new.id: "tracked in #13"}, False, "", 0),
+        "interrupted": ({old.id: "tracked in #12", new.id: "tracked in #13"}, True, "", 130),
+        "harness error": ({old.id: "tracked in #12", new.id: "tracked in #13"}, False, "broke", 2),
+    }
+    for name, (baseline, interrupted, error, status) in scenarios.items():
+        out = tmp_path / name.replace(" ", "-")
+        these = [*runs[:2], PropertyRun("framing", "stdio", 10, 1.0, error=error)]
+        extra = {"known": known_report(store.findings, baseline, [])}
+        write_reports(out, these, store.findings, target="t", seed=1, examples=30, seconds=3.0,
+                      interrupted=interrupted, extra=extra)
+        assert report_status(these, store.findings, interrupted=interrupted, known=baseline).status == status
+
+        [suite] = list(JUnitXml.fromfile(str(out / "junit.xml")))
+        cases = {c.name: c for c in suite}
+        assert (suite.failures, suite.errors) == ({1: 1}.get(status, 0), {2: 1}.get(status, 0)), name
+        [skip] = cases["valid[stdio]"].result  # the known group: listed, not red, with the baseline's reason
+        assert isinstance(skip, Skipped) and f"known {old.id}: tracked in #12" in skip.message, name
+        [ids_result] = cases["ids[stdio]"].result
+        assert isinstance(ids_result, Failure if status == 1 else Skipped), name
+        assert "observation RPC-11-" in (cases["framing[stdio]"].system_out or "")
+
+        results = {r["partialFingerprints"]["mcpTempestFinding/v1"]: r
+                   for r in orjson.loads((out / "results.sarif").read_bytes())["runs"][0]["results"]}
+        assert results[old.id]["baselineState"] == "unchanged" and results[old.id]["level"] == "error"
+        assert results[old.id]["suppressions"] == [{"kind": "external", "status": "accepted",
+                                                    "justification": "tracked in #12"}]
+        assert results[new.id]["baselineState"] == ("new" if status == 1 else "unchanged"), name
+        assert ("suppressions" in results[new.id]) == (status != 1), name
+        [observed] = [r for r in results.values() if r["ruleId"] == "RPC-11"]
+        assert observed["baselineState"] == "new" and observed["level"] == "note"
+
+        md = (out / "summary.md").read_text()
+        head = md.splitlines()[0]
+        assert head.startswith(f"## mcp-tempest fuzz: 2 findings, 1 observation: {VERDICTS[status]}"), (name, head)
+        rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if " | stdio | " in line}
+        assert f"known: {old.id}" in rows["valid"] and " ok |" not in rows["valid"], rows
+        assert ("FAIL: 1 new finding" in rows["ids"]) == (status == 1), rows
+        assert ("harness error: broke" in rows["framing"]) == (status == 2), rows
+        html = (out / "report.html").read_text()
+        assert f'<span class="{"ok" if status == 0 else "bad"}">{VERDICTS[status]}' in html, name
+        assert ("<h2>Findings (1)" in html) == (status == 1) and "<h2>Known findings" in html, name

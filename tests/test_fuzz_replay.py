@@ -107,7 +107,9 @@ def test_replay_still_fails_only_on_the_recorded_signature(campaign: dict, tmp_p
     assert outcome["outcome"] == "fails differently" and outcome["same_rule"] and not outcome["same_bug"]
     assert outcome["recorded"] == ["RPC-01", "JSON that is not a valid request got no reply", "blank-line"]
     assert re.search(r"the recorded bug did not recur; a different violation did: \w+ RPC-01 .+ \(2 of 2 attempts\)$",
-                     last_line("\n".join(lines))), lines[-1]
+                     lines[-2]), lines[-2]
+    assert re.fullmatch(r"replay: \S+, 2 attempts: FAIL \(the recorded bug did not recur; a different violation did: "
+                        r"\w+ RPC-01, 2 of 2 attempts\)", lines[-1]), lines[-1]
     assert cli_main(["replay", str(_edited(campaign, tmp_path, probe="nul-byte", mutation="nul-byte"))]) == 3
     assert "did not recur" in last_line(capsys.readouterr().out)
 

@@ -80,7 +80,8 @@ def test_refused_handles_of_instances_that_do_not_share_state_are_shown_and_can_
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
     assert summary["failures"] == 0  # every answer was a well-formed isError result
     assert summary["refused_handles"]["calendarId"] > 0
-    assert summary["verdict"]["reasons"] == ["gates crossed: refused_handles>0"]
+    refused = sum(summary["refused_handles"].values())  # the gate's reason says the value that crossed it
+    assert summary["verdict"]["reasons"] == [f"gates crossed: refused_handles>0 (refused_handles = {refused})"]
     assert "refused a handle this server had returned" in proc.stdout
 
 

@@ -9,11 +9,13 @@ certain and the run must fail on them alone (the server itself is clean).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from load_support import last_line
 
 
 def run_load(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -38,8 +40,11 @@ def test_a_crossed_gate_exits_1(gated: tuple[subprocess.CompletedProcess[str], P
     summary = json.loads(summary_path.read_text())
     assert summary["failures"] == 0  # the server was fine: only the gate failed the run
     assert [g["crossed"] for g in summary["gates"]] == [True, False]
-    assert summary["verdict"]["reasons"] == ["gates crossed: p99_ms>0.001"]
-    assert proc.stdout.strip().splitlines()[-1].startswith("load: ")
+    (reason,) = summary["verdict"]["reasons"]  # the gate crossed, with the value that crossed it
+    shown = re.fullmatch(r"gates crossed: p99_ms>0\.001 \(p99_ms = ([0-9.]+)\)", reason)
+    assert shown and abs(float(shown[1]) - summary["gates"][0]["value"]) < 0.001, reason
+    line = last_line(proc.stdout)  # the last line says FAIL, and why, in the same words
+    assert line["failures"] == "0" and line["verdict"] == "FAIL" and line["why"] == reason, line[0]
 
 
 def test_a_baseline_regression_exits_1(gated: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path) -> None:

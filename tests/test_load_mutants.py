@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from load_support import run_load
+from load_support import last_line, run_load
 
 
 def test_slow_leak_mutant_memory_growth_is_reported(tmp_path: Path) -> None:
@@ -21,8 +21,9 @@ def test_slow_leak_mutant_memory_growth_is_reported(tmp_path: Path) -> None:
     assert memory["exceeded"] and memory["growth_mb"] > 6 and memory["rule"] == "MRTR-17"
     assert memory["bytes_per_request"] > 4096  # the mutant keeps >= 8 KiB per request
     assert summary["failures"] == 0  # the requests themselves were answered fine
-    assert summary["verdict"]["reasons"] == [f"server memory grew {memory['growth_mb']:.1f} MB"]
+    assert summary["verdict"]["reasons"] == [f"server memory grew {memory['growth_mb']:.1f} MB (threshold 6 MB)"]
     assert "GROWTH" in proc.stdout
+    assert last_line(proc.stdout)["why"] == summary["verdict"]["reasons"][0]
 
 
 def test_missing_result_type_mutant_is_caught_by_the_oracle(tmp_path: Path) -> None:

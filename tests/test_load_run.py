@@ -11,16 +11,14 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from load_support import TABLE_WIDTH, last_line
 
 from mcp_tempest.load.runner import load_main
-
-SUMMARY_LINE = re.compile(r"^load: (\d+) requests, (\d+) failures, ([0-9.]+) rps, (\d+) MRTR operations, (\d+) violations$")
 
 
 def run_load(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -40,12 +38,13 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comp
 def test_clean_run_exits_0_with_a_summary_line(clean_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     proc, out = clean_run
     assert proc.returncode == 0, proc.stdout + proc.stderr + (out / "locust.log").read_text()[-3000:]
-    last = proc.stdout.strip().splitlines()[-1]
-    match = SUMMARY_LINE.match(last)
-    assert match, last
-    requests, failures, _rps, mrtr, violations = match.groups()
-    assert int(requests) > 100 and failures == "0" and int(mrtr) > 10 and violations == "0"
+    line = last_line(proc.stdout)
+    assert int(line["requests"]) > 100 and line["failures"] == "0" and int(line["mrtr"]) > 10
+    assert line["violations"] == "0" and line["verdict"] == "PASS" and line["why"] is None, line[0]
     assert "p99.9" in proc.stdout and "MRTR create_event" in proc.stdout  # the table
+    # the table fits the terminal, with the streamed-event column (--log-level) and every name
+    table = proc.stdout[proc.stdout.index("name (latency in ms)"):proc.stdout.index("all requests")]
+    assert "1st-ev p99" in table and max(len(row) for row in table.splitlines()) <= TABLE_WIDTH, table
 
 
 def test_summary_json_follows_the_cli_contract(clean_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

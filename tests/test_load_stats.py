@@ -24,7 +24,7 @@ from mcp_tempest.load.gates import (
 from mcp_tempest.load.histogram import ExactHistogram, nearest_rank
 from mcp_tempest.load.operations import MixError, answer_input_requests, parse_mix
 from mcp_tempest.load.recorder import OPERATION, Recorder
-from mcp_tempest.load.summary import build_summary, summary_line
+from mcp_tempest.load.summary import build_summary, summary_counts
 from mcp_tempest.strategies.value_sources import ValueSources
 
 
@@ -85,7 +85,7 @@ def test_recorder_drain_and_merge_count_every_sample_once() -> None:
     assert summary["requests"] == 3 and summary["failures"] == 1 and summary["violations"] == 1
     assert summary["operations"]["tools/list"]["p50_ms"] == 1.2
     assert summary["operations"]["tools/list"]["max_ms"] == 1.3
-    assert summary_line(summary).startswith("load: 3 requests, 1 failures, 1.5 rps, 0 MRTR operations")
+    assert summary_counts(summary) == "3 requests, 1 failure, 1.5 rps, 0 MRTR operations, 1 violation"
 
 
 def test_gates_parse_and_cross() -> None:

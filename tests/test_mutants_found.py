@@ -108,7 +108,8 @@ def test_mutant_is_found_and_replayable(bug: str, tmp_path: Path, capsys: pytest
                        *(["--auth"] if transport == "http+auth" else [])])
     printed = capsys.readouterr()
     assert status == 1, f"exit {status}\n{printed.out}\n{printed.err}"
-    assert re.fullmatch(r"fuzz: \d+ examples, \d+ properties, [1-9]\d* findings(, \d+ observations)?",
+    assert re.fullmatch(r"fuzz: \d+ examples?, \d+ propert(y|ies), [1-9]\d* findings?(, \d+ observations?)?: "
+                        r"FAIL \(\d+ findings?: [A-Z0-9, -]+\)",
                         last_line(printed.out)), printed.out
     assert not processes_mentioning(str(db)), "the campaign left a server process running"
 

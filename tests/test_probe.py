@@ -14,16 +14,17 @@ import orjson
 import pytest
 from servers.catalog import EVERYTHING, SDK, ServerSpec, node_binary, npm_packages_installed
 
+from mcp_tempest.fuzz.probe_command import probe_main
 from mcp_tempest.targets import wire
 from mcp_tempest.targets.connect import Target
-from mcp_tempest.targets.probe import probe, probe_main
+from mcp_tempest.targets.probe import probe
 from mcp_tempest.targets.spawn_pool import SpawnPool
 from mcp_tempest.targets.target_spec import default_target, parse_target
 
 PY = sys.executable
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"^probe: (modern|legacy|dual) [0-9-]+(?: \+ [0-9-]+)?, (no tools|\d+\+? tools?), "
-                     r"(no resources|\d+\+? resources?), (no prompts|\d+\+? prompts?)$")
+                     r"(no resources|\d+\+? resources?), (no prompts|\d+\+? prompts?): PASS$")
 
 # One inline server, several behaviours (argv[1]), each the shape of a real server we met or expect.
 FAKE = textwrap.dedent(
@@ -143,7 +144,7 @@ def test_reference_over_spawned_http_and_plain_http(capsys: pytest.CaptureFixtur
         assert out.strip().splitlines()[-1] == (
             f"probe: modern 2026-07-28, {report['counts']['tools']} tools, "
             f"{report['counts']['resources']} resource{'s' if report['counts']['resources'] != 1 else ''}, "
-            f"{report['counts']['prompts']} prompt{'s' if report['counts']['prompts'] != 1 else ''}"
+            f"{report['counts']['prompts']} prompt{'s' if report['counts']['prompts'] != 1 else ''}: PASS"
         )
 
 
@@ -157,7 +158,7 @@ def test_pagination_is_followed_including_an_empty_cursor(capsys: pytest.Capture
     assert report["counts"] == {"tools": 7, "resources": None, "prompts": None}
     assert report["truncated"] == []
     code, out, _ = run_probe(capsys, "--target", fake("paged"), "--max-pages", "2", "--no-dual")
-    assert out.strip().splitlines()[-1] == "probe: modern 2026-07-28, 6+ tools, no resources, no prompts"
+    assert out.strip().splitlines()[-1] == "probe: modern 2026-07-28, 6+ tools, no resources, no prompts: PASS"
 
 
 def test_unsupported_version_error_means_modern_and_retries(capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,7 +192,7 @@ def test_banner_then_answers_is_probed_with_a_stdio_03_problem(capsys: pytest.Ca
     code, out, _ = run_probe(capsys, "--target", fake("banner"), "--no-dual")
     assert code == 0
     assert "problem:      STDIO-03: stdout carried a non-JSON line: 'My Server 1.0 ready on stdio'" in out
-    assert out.strip().splitlines()[-1] == "probe: modern 2026-07-28, 7 tools, no resources, no prompts"
+    assert out.strip().splitlines()[-1] == "probe: modern 2026-07-28, 7 tools, no resources, no prompts: PASS"
 
 
 def test_probe_api_returns_a_result_and_fills_the_transcript() -> None:
@@ -241,7 +242,7 @@ def test_python_sdk_server_is_modern(capsys: pytest.CaptureFixture[str], transpo
     assert report["versions"] == [wire.MODERN_VERSION]
     assert report["counts"] == {"tools": 2, "resources": 1, "prompts": 1}
     code, out, _ = run_probe(capsys, "--target", target, "--no-dual", "--timeout", "20")
-    assert code == 0 and out.strip().splitlines()[-1] == "probe: modern 2026-07-28, 2 tools, 1 resource, 1 prompt"
+    assert code == 0 and out.strip().splitlines()[-1] == "probe: modern 2026-07-28, 2 tools, 1 resource, 1 prompt: PASS"
 
 
 @pytest.mark.slow

@@ -52,7 +52,7 @@ def test_an_old_pyproject_table_still_configures_with_one_warning(tmp_path: Path
                                              f'[tool.{OLD_TABLE}.fuzz]\nproperties = "valid"\nno-database = true\n')
     proc = _cli("fuzz", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "2 examples, 1 properties" in proc.stdout.splitlines()[-1] and "seed 5," in proc.stdout
+    assert "2 examples, 1 property" in proc.stdout.splitlines()[-1] and "seed 5," in proc.stdout
     assert len(_deprecations(proc.stderr)) == 1 and f"[tool.{OLD_TABLE}]" in proc.stderr
     # Both tables: the new one is read, the old one ignored.
     (tmp_path / "pyproject.toml").write_text(f'[tool.{OLD_TABLE}]\nmax-examples = 2\nseed = 5\n\n'

@@ -26,4 +26,4 @@ def test_framing_seed_11_is_clean_on_stdio(tmp_path) -> None:  # noqa: ANN001 - 
     proc = run_cli("fuzz", "--properties", "framing", "--transports", "stdio", "--max-examples", "150",
                    "--seed", "11", "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().splitlines()[-1].endswith(" 0 findings"), proc.stdout
+    assert proc.stdout.strip().splitlines()[-1].endswith(" 0 findings: PASS"), proc.stdout

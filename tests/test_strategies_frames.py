@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from mcp_tempest.fuzz.frames_command import frames_main
 from mcp_tempest.strategies import protocol as p
 from mcp_tempest.strategies.compiler import JSON_SAFE_INT, SchemaCompiler, compile_schema
 from mcp_tempest.strategies.frames import any_valid_frame, valid_request, valid_response
-from mcp_tempest.strategies.frames_command import frames_main
 from mcp_tempest.strategies.malformed import MUTATIONS
 from mcp_tempest.strategies.schema_source import load_schema_source
 from mcp_tempest.strategies.targeted import Inventory, mcp_param_headers, targeted_request
@@ -294,7 +294,7 @@ def _run(capsys, *argv: str) -> tuple[int, list[str], str]:
 def test_frames_command_lists_every_mutation_with_its_rule(capsys):
     code, lines, err = _run(capsys, "--list")
     assert code == 0 and len(lines) == len(MUTATIONS)
-    assert err == f"frames: {len(MUTATIONS)} mutations\n"
+    assert err == f"frames: {len(MUTATIONS)} mutations: PASS\n"
     for line, (name, mutation) in zip(lines, MUTATIONS.items(), strict=False):
         assert line.split()[:2] == [name, mutation.rule]
 
@@ -303,14 +303,14 @@ def test_frames_command_prints_valid_frames_and_a_summary(capsys):
     official = _official()
     code, lines, err = _run(capsys, "--method", "tools/call", "--count", "5", "--seed", "3", "--schema", str(SCHEMA))
     assert code == 0 and len(lines) == 5
-    assert err == "frames: 5 frames, method tools/call\n"
+    assert err == "frames: 5 frames, method tools/call: PASS\n"
     for line in lines:
         assert official.validator("CallToolRequest").is_valid(orjson.loads(line))
 
 
 def test_frames_command_prints_byte_mutations_as_raw(capsys):
     code, lines, err = _run(capsys, "--malformed", "embedded-newline", "--count", "3")
-    assert code == 0 and err == "frames: 3 frames, mutation embedded-newline (STDIO-02)\n"
+    assert code == 0 and err == "frames: 3 frames, mutation embedded-newline (STDIO-02): PASS\n"
     for line in lines:
         raw = orjson.loads(line)["raw"]
         assert "\n" in raw and raw.startswith("{")
@@ -336,10 +336,11 @@ def test_frames_command_bad_input_is_one_line(capsys, argv, message):
     code, lines, err = _run(capsys, *argv)
     assert code == 2 and lines == []
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("frames: 0 frames: ERROR ("), err  # the summary line says why (fuzz/verdict_line.py)
 
 
 def test_frames_command_is_deterministic_across_processes():
-    script = "import sys; from strategies.frames_command import frames_main; sys.exit(frames_main(sys.argv[1:]))"
+    script = "import sys; from mcp_tempest.fuzz.frames_command import frames_main; sys.exit(frames_main(sys.argv[1:]))"
     outputs = []
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}

@@ -2,7 +2,9 @@
 
 Exit status as `fuzz` (CLI.md): 0 no findings at or above --fail-on, 1 such findings, 2 usage
 error or a client that cannot run; 130 when interrupted before anything was found. The last
-stdout line is the summary `fuzz-client: N examples, F findings`.
+stdout line of every run that got past its options is fuzz/verdict_line.py's `final_line`:
+`fuzz-client: N examples, F findings: WORD (why)`, the exit status in words (PASS, FAIL naming
+the findings' rules, ERROR, INTERRUPTED); findings.json's `verdict` holds the same words.
 """
 
 from __future__ import annotations
@@ -14,6 +16,15 @@ from pathlib import Path
 from typing import NoReturn
 
 from mcp_tempest.fuzz.client.runner import ClientCommand, ClientCommandError
+from mcp_tempest.fuzz.safe_text import visible
+from mcp_tempest.fuzz.verdict_line import (
+    REASON_WIDTH,
+    end_without_campaign,
+    final_line,
+    findings_reason,
+    plural,
+    verdict_json,
+)
 
 FAIL_ON = ("must", "should", "heuristic")
 
@@ -92,12 +103,17 @@ def fuzz_client_main(argv: list[str]) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         print(f"mcp-tempest fuzz-client: cannot create {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        print(final_line("fuzz-client", _counts(0, 0), 2, [f"cannot create {out_dir}: {exc.strerror or exc}"]))
         return 2
-    problem = preflight(command, timeout=args.timeout)
+    try:
+        problem = preflight(command, timeout=args.timeout)
+    except KeyboardInterrupt:
+        print(final_line("fuzz-client", _counts(0, 0), 130, ["interrupted before the campaign started"]))
+        return 130
     if problem:
-        print(f"mcp-tempest fuzz-client: {problem}", file=sys.stderr)
-        print("fuzz-client: 0 examples, 0 findings")
-        return 2
+        print(f"mcp-tempest fuzz-client: {visible(problem)}", file=sys.stderr)
+        return end_without_campaign("fuzz-client", _counts(0, 0), 2, f"unusable client: {visible(problem, REASON_WIDTH)}",
+                                    out_dir=out_dir, target=command.template, seed=seed, fail_on=args.fail_on)
     store = FindingStore(out_dir, target=command.template, seed=seed)
     print(f"fuzz-client: client {command.template} ({command.transport})")
     print(f"fuzz-client: seed {seed}, output in {out_dir}")
@@ -106,27 +122,43 @@ def fuzz_client_main(argv: list[str]) -> int:
     try:
         result = run_client_campaign(config, store)
     except ClientCommandError as exc:
-        print(f"mcp-tempest fuzz-client: {exc}", file=sys.stderr)
-        print(f"fuzz-client: {store.examples} examples, {len(store.findings)} findings")
-        return 2
+        print(f"mcp-tempest fuzz-client: {visible(exc)}", file=sys.stderr)
+        return end_without_campaign("fuzz-client", _counts(store.examples, len(store.findings)), 2,
+                                    f"unusable client: {visible(exc, REASON_WIDTH)}", out_dir=out_dir,
+                                    target=command.template, seed=seed, store=store)
     store.interrupted = result.interrupted
-    store.write_index()
     findings = store.findings
-    write_reports(out_dir, result.runs, findings, target=command.template, seed=seed, examples=result.examples,
-                  seconds=result.seconds, interrupted=result.interrupted)
+    threshold = strength_rank(args.fail_on.upper())
+    failing = [f for f in findings if strength_rank(f.strength) <= threshold]
+    broken = bool(result.runs and result.runs[0].error and result.examples == 0)
+    status = 1 if failing else 130 if result.interrupted else 2 if broken else 0
+    reasons = [findings_reason(failing)] if failing else []
+    reasons += [f"the client could not be run: {visible(result.runs[0].error, REASON_WIDTH)}"] if broken else []
+    reasons += ["interrupted before the budget was spent"] if result.interrupted else []
+    counts = _counts(result.examples, len(failing), len(findings) - len(failing))
+    store.extra["verdict"] = verdict_json("fuzz-client", counts, status, reasons)
+    store.write_index()
+    try:
+        write_reports(out_dir, result.runs, findings, target=command.template, seed=seed, examples=result.examples,
+                      seconds=result.seconds, interrupted=result.interrupted)
+    except OSError as exc:
+        store.write_error = store.write_error or f"cannot write the reports in {out_dir}: {exc.strerror or exc}"
     for run in result.runs:
-        status = run.error and f"harness error: {run.error}" or run.note
+        note = run.error and f"harness error: {run.error}" or run.note
         print(f"  {run.property}[{run.transport}] {run.examples} examples {run.seconds:.1f} s"
-              + (f"  {status}" if status else ""))
+              + (f"  {visible(note)}" if note else ""))
     for f in findings:
         print(f"  finding {f.id}: {f.strength} {f.rule} {f.title} [{f.method or '-'}, {f.transport}"
               f"{', ' + f.mutation if f.mutation else ''}] x{f.count} -> {f.repro}")
-    print(f"fuzz-client: {result.examples} examples, {len(findings)} findings")
-    threshold = strength_rank(args.fail_on.upper())
-    if any(strength_rank(f.strength) <= threshold for f in findings):
-        return 1
-    if result.interrupted:
-        return 130
-    if result.runs and result.runs[0].error and result.examples == 0:
-        return 2
-    return 0
+    if store.write_error:
+        print(f"mcp-tempest fuzz-client: {visible(store.write_error)}", file=sys.stderr)
+        status, reasons = 2, [visible(store.write_error), *reasons]
+    print(final_line("fuzz-client", counts, status, reasons))
+    return status
+
+
+def _counts(examples: int, findings: int, observations: int = 0) -> str:
+    """`20 examples, 1 finding, 2 observations`: the last line's counts; as in `fuzz`, a finding
+    below --fail-on is an observation, so the counts never say "finding" under a PASS."""
+    line = f"{plural(examples, 'example')}, {plural(findings, 'finding')}"
+    return line + (f", {plural(observations, 'observation')}" if observations else "")

@@ -34,6 +34,7 @@ from mcp_tempest.fuzz.oracle.facts import (
     classify_said,
     classify_sent,
     header,
+    http_verb,
     id_key,
     is_legacy_version,
     is_modern_version,
@@ -163,14 +164,24 @@ class Exchange:
         return capability in self.server_capabilities
 
 
-def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
+def dual_era_excuses(x: Exchange, pair: Pair, *, reaction: bool = False) -> str | None:
     """The dual-era policy, in one place: why a dual-era target may serve this frame by 2025-era
     rules (VER-05, HDR-02's exception), or None. Every rule and expectation that judges a frame
     outside the modern protocol asks this and, when excused, judges survival only.
 
     Outside the modern protocol: a legacy method (initialize), a legacy protocolVersion, no
     protocolVersion claim at all (no params, no _meta, or no key), legacy traffic on its process
-    or session, over HTTP no MCP-Protocol-Version header, or an expectation marked modern-only.
+    or session, over HTTP no MCP-Protocol-Version header, a GET or DELETE on the endpoint (the
+    2025 transport's stream and session end), or an expectation marked modern-only.
+
+    Two things narrow it. A frame malformed in every era (`Sent.malformed_in_every_era`: params
+    or `_meta` not an object) owes the refusal its expectation names whichever era the server
+    reads it in: for the caller judging that reaction (`reaction=True`) it is never excused, while
+    a modern rule's own demand on it (META-04's -32602 for the missing protocolVersion) is one
+    era's and stays excused. And the process-wide excuse (an earlier frame may have set the
+    process's era) ends where the server shows which era it read: a frame that claims 2026-07-28
+    and was answered by modern rules (`answered_modern`) is judged by them; answered the 2025 way
+    (a result without resultType, or an error, which both eras share) it stays excused.
     """
     if not x.dual:
         return None
@@ -178,7 +189,12 @@ def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
     exp = x.expectations.get(pair.index)
     if exp is not None and exp.modern_only:
         return "the probe frame is outside the modern protocol, which a dual-era server may read as legacy"
+    if sent.kind == "endpoint":
+        return ("a GET or DELETE on the endpoint, which a dual-era server's 2025 transport serves "
+                "(its GET stream, its session end)")
     if sent.kind not in ("request", "notification"):
+        return None
+    if reaction and sent.malformed_in_every_era:
         return None
     if pair.method in LEGACY_OPENERS or sent.legacy:
         return "legacy-era traffic, which a dual-era server serves by 2025-era rules (VER-05)"
@@ -186,11 +202,12 @@ def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
         return "no protocolVersion claim, which a dual-era server may read as a 2025-era request"
     if x.transport.http_semantics and pair.headers is not None and header(pair.headers, "MCP-Protocol-Version") is None:
         return "no MCP-Protocol-Version header, which HDR-02 lets a dual-era server read as 2025-03-26"
-    if x.transport.line_framed and any(_legacy_readable(other) for other in x.pairs
-                                       if other.proc == pair.proc and other.index < pair.index):
+    if not x.transport.line_framed or answered_modern(x, pair):
+        return None
+    if any(_legacy_readable(other) for other in x.pairs if other.proc == pair.proc and other.index < pair.index):
         return ("an earlier frame on this process could be read as 2025-era, and a dual-era server may "
                 "take that as the process's era (VER-05: legacy semantics scoped to the process)")
-    if x.transport.line_framed and pair.proc in x.era_open_procs:
+    if pair.proc in x.era_open_procs:
         # The frames of the earlier examples this warm process served are not in this transcript;
         # the driver's note says one of them claimed no modern era. Seen on the TypeScript SDK:
         # after a claim-less tools/list in one example, the next example's valid server/discover
@@ -198,6 +215,15 @@ def dual_era_excuses(x: Exchange, pair: Pair) -> str | None:
         return ("an earlier example sent this process a frame that claimed no 2026-07-28 era, and a dual-era "
                 "server may take that as the process's era (VER-05: legacy semantics scoped to the process)")
     return None
+
+
+def answered_modern(x: Exchange, pair: Pair) -> bool:
+    """Whether the server showed it read this frame by 2026-07-28 rules: the frame claims a modern
+    protocolVersion and a result to it carries resultType (RT-01; a 2025-era result has none,
+    RT-05). An error shows no era: -32601 and -32602 read the same in both."""
+    return is_modern_version(pair.sent.version) and any(
+        said.kind == "result" and isinstance(said.result, dict) and "resultType" in said.result
+        for _, said in x.answers(pair))
 
 
 def _legacy_readable(pair: Pair) -> bool:
@@ -229,7 +255,8 @@ def build_exchange(
     events = transcript.events
     for i, event in enumerate(events):
         if event.kind == "send":
-            sent = classify_sent(event.message, event.raw, line_framed=transcript.transport.line_framed)
+            verb = http_verb(event.note) if transcript.transport.http_semantics else "POST"
+            sent = classify_sent(event.message, event.raw, line_framed=transcript.transport.line_framed, verb=verb)
             pair = Pair(i, event, sent)
             x.sent[i] = pair.sent
             x.pairs.append(pair)
@@ -451,14 +478,17 @@ def _mark_legacy_traffic(x: Exchange) -> None:
     A request that makes no version claim in `_meta` and is served with a result that has no
     `resultType` was read by 2025-era rules: a dual-era server's reading of a frame outside the
     modern protocol (recorded in `memo["legacy_read"]` for META-04's heuristic). On stdio the
-    process has then switched era, and what follows on it is legacy traffic too.
+    process has then switched era, and what follows on it is legacy traffic too, but for a frame
+    claiming 2026-07-28 that the server answered by modern rules (`answered_modern`).
     """
     initialized: set[int] = set()
     legacy_read: list[int] = []
     for pair in x.pairs:
         legacy = pair.method in LEGACY_OPENERS
         if x.transport.line_framed:
-            legacy = legacy or pair.proc in initialized
+            # VER-05 scopes legacy semantics to the process, unless the server answered this frame
+            # by modern rules: then it read the frame's own 2026-07-28 claim, and so is judged.
+            legacy = legacy or (pair.proc in initialized and not answered_modern(x, pair))
             if pair.method == "initialize" and any(s.kind == "result" for _, s in x.answers(pair)):
                 initialized.add(pair.proc)
         elif pair.headers:

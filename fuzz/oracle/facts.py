@@ -13,7 +13,8 @@ from typing import Any, Final, Literal
 
 from mcp_tempest.targets import wire
 
-FrameKind = Literal["request", "notification", "response", "invalid", "unparseable", "batch", "empty", "split"]
+FrameKind = Literal["request", "notification", "response", "invalid", "unparseable", "batch", "empty", "split",
+                    "endpoint"]
 ServerKind = Literal["result", "error", "notification", "request", "invalid"]
 
 MODERN_METHODS: Final = frozenset(wire.MODERN_METHODS)
@@ -107,6 +108,19 @@ class Sent:
         return self.legacy_context or is_legacy_version(self.version)
 
     @property
+    def malformed_in_every_era(self) -> bool:
+        """A request or notification that no revision's schema accepts: `params` that is not an
+        object, or `params._meta` that is not one (2025-11-25 and 2026-07-28 both type them as
+        objects). Whichever era a dual-era server reads it in, the frame is invalid there, so its
+        refusal is owed in every era (see `exchange.dual_era_excuses`). A bad logLevel or a missing
+        protocolVersion is not such a frame: the 2025 `_meta` takes any key and needs none."""
+        if self.kind not in ("request", "notification") or not isinstance(self.message, dict) \
+                or "params" not in self.message:
+            return False
+        params = self.message["params"]
+        return not isinstance(params, dict) or ("_meta" in params and not isinstance(params["_meta"], dict))
+
+    @property
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities THIS request declared ({} when absent or malformed)."""
         return self.caps if isinstance(self.caps, dict) else {}
@@ -120,14 +134,19 @@ class Sent:
         )
 
 
-def classify_sent(message: Any, raw: bytes | None = None, *, line_framed: bool = False) -> Sent:
+def classify_sent(message: Any, raw: bytes | None = None, *, line_framed: bool = False,
+                  verb: str = "POST") -> Sent:
     """Classify a sent frame; `message` is None when the bytes were not one JSON value.
 
     With `line_framed` (stdio), a frame whose bytes hold a newline before their end is what the
     server sees: several lines, none of them this message (a raw newline is JSON whitespace, so
-    the bytes may still parse as a whole).
+    the bytes may still parse as a whole). `verb` is the HTTP method it went with: anything but a
+    POST (a GET or DELETE on the endpoint, DIGEST 7.4) carries no frame at all, however empty
+    its body, so it is no empty line either (`endpoint`).
     """
     kind: FrameKind
+    if verb != "POST":
+        return Sent("endpoint", message, None, False, None, False, None, None, _ABSENT, _ABSENT)
     if line_framed and raw is not None and b"\n" in raw.rstrip(b"\r\n"):
         return Sent("split", message, None, False, None, False, None, None, _ABSENT, _ABSENT)
     if message is None:
@@ -174,6 +193,8 @@ def frame_class(sent: Sent) -> str:
         return "frame that is not JSON"
     if sent.kind == "empty":
         return "empty line"
+    if sent.kind == "endpoint":
+        return "request that is not a POST"
     if sent.kind == "batch":
         return "batch"
     if sent.kind == "response":
@@ -237,6 +258,16 @@ def classify_said(message: Any) -> Said:
     if has_error and not has_result:
         return Said("error", message, has_id, msg_id)
     return Said("invalid", message, has_id, msg_id)
+
+
+_VERB_NOTE: Final = re.compile(r"([A-Z]+) /")
+
+
+def http_verb(note: str) -> str:
+    """The HTTP method of a send the HTTP driver recorded (its note is "DELETE /mcp"); POST for
+    any other note (a stdio send has none)."""
+    found = _VERB_NOTE.match(note or "")
+    return found.group(1) if found else "POST"
 
 
 def is_absent(value: Any) -> bool:

@@ -58,6 +58,9 @@ def method_may_be_unknown(x: Exchange, method: str | None) -> bool:
 
 
 PARAM_LOOKUP_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "completion/complete"})
+#: The requests 2026-07-28 added (the two schemas' ClientRequest methods compared): a 2025-era
+#: reading does not know them.
+ADDED_IN_2026 = frozenset({"server/discover", "subscriptions/listen"})
 
 
 def defect_codes(x: Exchange, pair: Pair) -> set[int]:
@@ -71,7 +74,9 @@ def defect_codes(x: Exchange, pair: Pair) -> set[int]:
     codes: set[int] = set()
     if not sent.envelope_ok or not sent.id_readable:
         codes |= {wire.INVALID_REQUEST, wire.PARSE_ERROR}
-    if method_may_be_unknown(x, sent.method):
+    if method_may_be_unknown(x, sent.method) or (x.dual and not sent.modern and sent.method in ADDED_IN_2026):
+        # (a dual-era server may read a frame without a 2026-07-28 claim by 2025 rules, where the
+        # method does not exist: a frame malformed in every era, judged there, has that defect too)
         codes.add(wire.METHOD_NOT_FOUND)
     if sent.version_missing or sent.caps_missing or not isinstance(sent.caps, dict) \
             or not isinstance(sent.version, str) or sent.method in PARAM_LOOKUP_METHODS \

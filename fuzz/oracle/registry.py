@@ -91,14 +91,16 @@ def _excused_by_auth(x: Exchange, v: Violation) -> bool:
 
 def _excused_by_era(x: Exchange, v: Violation) -> bool:
     """Whether a modern-only rule's violation sits on a frame the dual-era policy lets the server
-    read by 2025-era rules (rules that hold in both eras judge such frames as they are)."""
+    read by 2025-era rules (rules that hold in both eras judge such frames as they are). A probe
+    frame's expectation judged on that frame is its reaction (see `dual_era_excuses`)."""
     rule = RULES.get(v.rule)
     if rule is None or "legacy" in rule.eras or v.event_index is None or v.rule in OWN_ERA_POLICY:
         return False
     i = v.event_index
     send = i if i in x.pair_at else x.answer_of.get(i, x.events[i].ref if i < len(x.events) else None)
     pair = x.pair_at.get(send) if send is not None else None
-    return pair is not None and dual_era_excuses(x, pair) is not None
+    reaction = v.probe is not None and pair is not None and pair.index in x.expectations
+    return pair is not None and dual_era_excuses(x, pair, reaction=reaction) is not None
 
 
 def judge_response(

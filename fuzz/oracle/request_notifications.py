@@ -1,7 +1,7 @@
 """DIGEST §12 and §13: the notifications a server sends for one request, progress and logs.
 
 The digest states these duties in prose without row ids; they are filed here as
-PROG-01..03 (§12) and LOG-01..02 (§13):
+PROG-01..03 (§12) and LOG-01..03 (§13):
 
 PROG-01  MUST   a `notifications/progress` only for a request that sent a `progressToken`, and
                 with that token ("notifications may only reference tokens of active,
@@ -16,6 +16,9 @@ LOG-01   MUST NOT  a `notifications/message` for a request without `logLevel` (t
 LOG-02   SHOULD  messages only at or above the level the request asked for. The digest says "sent
                 only at or above the requested level" without a BCP 14 keyword, so this is filed
                 as SHOULD, not MUST.
+LOG-03   SHOULD  an invalid `logLevel` gets -32602 (§13's own words). No rule here judges it: the
+                `meta-log-level-invalid` probe's expectation does (`Expectation.duty`), and only
+                for a frame the server read by 2026-07-28 rules (the 2025 `_meta` takes any key).
 
 Which request a notification belongs to comes from `Exchange.request_scope` (the one pairing
 structure): over HTTP the POST whose SSE stream carried it, over stdio the requests in flight on

@@ -36,8 +36,9 @@ from mcp_tempest.fuzz.oracle.framing import in_flight_groups
 from mcp_tempest.fuzz.oracle.model import Violation, rule
 from mcp_tempest.targets import wire
 
-#: Rules that judge dual-era targets by their own era policy, not by `dual_era_excuses`.
-OWN_ERA_POLICY: Final = frozenset({"SL-2"})
+#: Rules that judge dual-era targets by their own era policy, not by `dual_era_excuses` (SL-11:
+#: a GET or DELETE answered by a dual-era server's 2025 transport, fuzz/oracle/http_methods.py).
+OWN_ERA_POLICY: Final = frozenset({"SL-2", "SL-11"})
 #: The refusals an era lock answers with: "not a valid request here" and "unsupported version".
 ERA_ERRORS: Final = frozenset({wire.INVALID_REQUEST, wire.UNSUPPORTED_PROTOCOL_VERSION})
 
