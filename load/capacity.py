@@ -141,7 +141,8 @@ def _round(rate: float) -> float:
     return float(round(rate)) if rate >= 10 else round(rate, 2)
 
 
-HEADER = f"{'step':>4} {'rate/s':>8} {'rps':>8} {'requests':>8} {'fail %':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7}  verdict"
+HEADER = (f"{'step':>4} {'rate/s':>8} {'rps':>8} {'requests':>8} {'fail %':>7} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'max ms':>7}  verdict")
 _ROW_INDENT = " " * 6  # a verdict too long for the row goes on below it, within TABLE_WIDTH
 
 

@@ -30,6 +30,7 @@ Pure functions over per-round summary.json dicts: the Locust side writes those
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist, fmean, median, stdev
@@ -343,6 +344,19 @@ def _interval(e: dict[str, Any]) -> str:
     return f"x{e['ratio']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
 
 
+_COUNTED = re.compile(r"(\d+) (samples|pairs|usable pair\(s\))(.*)")
+
+
+def not_gated_cell(why: str) -> tuple[str, str]:
+    """A figure shown but not gated: its table cell, with its own count (`not gated (68 samples)`),
+    and the note said once below the table for every such figure."""
+    counted = _COUNTED.fullmatch(why)
+    if counted is None:
+        return NOT_GATED, f"{NOT_GATED}: {why}"
+    number, unit, rest = counted.groups()
+    return f"{NOT_GATED} ({number} {unit})", f"{NOT_GATED} (N {unit}): N {unit}{rest}"
+
+
 def _listed(items: Sequence[str], limit: int = 3) -> str:
     return ", ".join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
@@ -407,11 +421,13 @@ def format_comparison(comparison: dict[str, Any]) -> str:
         out: list[tuple[str, list[str] | None]] = []
         for metric in METRICS:
             e = entry[metric]
+            verdict = e["verdict"]
             if e.get("not_gated"):
-                not_gated[e["not_gated"]] = None
+                verdict, note = not_gated_cell(e["not_gated"])
+                not_gated[note] = None
             out.append(("" if out else visible(name, NAME_WIDTH),
                         [metric, _value(metric, e["baseline"]), _value(metric, e["candidate"]), _interval(e),
-                         e["verdict"]]))
+                         verdict]))
         return out
 
     table = rows(OVERALL, comparison["metrics"])
@@ -424,8 +440,8 @@ def format_comparison(comparison: dict[str, Any]) -> str:
             quiet += 1
     lines += fit_table(["name", "metric", "baseline", "candidate", "ratio [interval]", "verdict"], table,
                        indent="  ", align="<>><<")
-    for why in not_gated:
-        lines += wrapped(f"not gated: {why}")
+    for note in not_gated:
+        lines += wrapped(note)
     if quiet:
         lines += wrapped(f"{quiet} other names: no change beyond the margin (or too few samples to gate; every "
                          "row is in summary.json and report.html)")
@@ -435,7 +451,7 @@ def format_comparison(comparison: dict[str, Any]) -> str:
             lines.append(f"  {side}: {info.get('failures', 0)} failures, {info.get('violations', 0)} violations "
                          f"in {info.get('requests', 0)} requests")
     for note in comparison.get("notes") or []:
-        lines.append(f"  note: {note}")
+        lines += wrapped(f"note: {note}")
     lines += wrap_lines(verdict_line(comparison))
     return "\n".join(lines)
 

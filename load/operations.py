@@ -302,7 +302,11 @@ class Session:
         named = name or method
         token = self.recorder.sent(setup_name(named) if self._setup else named, SETUP if self._setup else REQUEST,
                                    self._origin_ns if self._origin_ns is not None else time.perf_counter_ns())
-        reply = self.send(msg, input_schema=schema, avoid=avoid) if avoid else self.send(msg, input_schema=schema)
+        try:
+            reply = self.send(msg, input_schema=schema, avoid=avoid) if avoid else self.send(msg, input_schema=schema)
+        except Exception:
+            self.recorder.forget(token)  # a harness error (Locust reports it), not the server's silence
+            raise
         self.recorder.ended(token, reply.failure)  # not reached when Locust stops this user meanwhile
         self.sent += 1
         self.recorder.count("sse_responses" if reply.is_sse else "json_responses")

@@ -45,6 +45,10 @@ UNANSWERED = (TIMEOUT, CONNECTION)
 # Counter: requests in flight when the run started stopping that got no answer within their
 # timeout (or STOP_GRACE_S after the stop): each is a timeout sample of its name.
 NEVER_ANSWERED = "never_answered_at_stop"
+# At the stop, how long (at most) the run waits for the requests it caught in flight: each may
+# take its --timeout, as during the run, so a healthy server's answer is never a failure for
+# arriving at the stop; one still unanswered then counts as a timeout (`give_up`).
+STOP_GRACE_S = 10.0
 
 
 def setup_name(name: str) -> str:
@@ -209,6 +213,11 @@ class Recorder:
             self.at_stop.discard(token)
             if entry is not None and failure in UNANSWERED:
                 self._never_answered(entry, str(failure), time.perf_counter_ns())
+
+    def forget(self, token: int) -> None:
+        """The request ended in an error of the harness's own: no answer, and not the server's."""
+        self.waiting.pop(token, None)
+        self.at_stop.discard(token)
 
     def close(self) -> None:
         """The run starts stopping: nothing is measured from now on, except what becomes of the

@@ -38,6 +38,7 @@ from mcp_tempest.load import report as report_mod
 from mcp_tempest.load.machine import MachineWatch
 from mcp_tempest.load.memory import MemorySampler, analyse, describe
 from mcp_tempest.load.operations import CAPABILITIES, DEFAULT_MIX, MixError, parse_mix
+from mcp_tempest.load.recorder import STOP_GRACE_S
 from mcp_tempest.load.summary import (
     consistency,
     describe_never_answered,
@@ -465,8 +466,9 @@ def _validate(args: argparse.Namespace) -> tuple[float, list[gates_mod.Gate], fl
 
 MIN_ROUNDS = 8
 MAX_ROUND_WARMUP_S = 1.0
-# Seconds per round for Locust to stop one build's users and start the other's (the deadline only)
-ROUND_SWITCH_S = 3.0
+# Seconds per round for Locust to stop one build's users and start the other's, and to wait for the
+# requests in flight at each round's stop (the deadline only)
+ROUND_SWITCH_S = 3.0 + STOP_GRACE_S
 
 
 def _compare_plan(args: argparse.Namespace, run_s: float) -> dict[str, Any]:
@@ -917,7 +919,8 @@ def _verdict(summary: dict[str, Any], results: list[gates_mod.GateResult], chang
         reasons.append(plural(summary["violations"], "oracle violation"))
     memory = summary.get("memory") or {}
     if memory.get("exceeded"):
-        reasons.append(f"server memory grew {memory['growth_mb']:.1f} MB (threshold {memory.get('threshold_mb', 0):g} MB)")
+        reasons.append(f"server memory grew {memory['growth_mb']:.1f} MB "
+                       f"(threshold {memory.get('threshold_mb', 0):g} MB)")
     crossed = [r.why() for r in results if r.crossed]
     if crossed:
         reasons.append("gates crossed: " + ", ".join(crossed))

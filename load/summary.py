@@ -229,10 +229,10 @@ def wrap_lines(text: str, indent: str = "", hanging: str = "  ") -> list[str]:
 def fit_table(head: list[str], rows: list[tuple[str, list[str] | None]], width: int = TABLE_WIDTH, *,
               indent: str = "", align: str = "") -> list[str]:
     """A name column and columns of cells (aligned as `align` says, one `<` or `>` a column;
-    right by default), within `width` characters with `indent` before each line: the cells' columns as narrow
-    as their widest cell, the name column what is left; a longer name (a leg of
-    `search_repositories_by_topic`) gets a line of its own above its cells. A row with no cells
-    is a blank line, one with None a rule."""
+    right by default), within `width` characters with `indent` before each line: the cells'
+    columns as narrow as their widest cell, the name column what is left; a longer name (a leg
+    of `search_repositories_by_topic`) gets a line of its own above its cells. A row with no
+    cells is a blank line, one with None a rule."""
     widths = [max([len(h), *(len(cells[i]) for _, cells in rows if cells)]) for i, h in enumerate(head[1:])]
     numbers = sum(w + 1 for w in widths)
     name_width = max(0, min(max([len(head[0]), *(len(n) for n, _ in rows)]), width - len(indent) - numbers))
@@ -264,13 +264,14 @@ def format_table(summary: dict[str, Any]) -> str:
     # the row's count, failures and rps are those of the samples its percentiles are read from
     overall.update(rps=round(overall.get("count", 0) / duration, 1))
     streamed = any(e.get("first_event") for e in ops.values())
-    head = ["name (latency in ms)", "count", "fail", "isError", "rps", "p50", "p99", "p99.9", "max", *(["1st-ev p99"] if streamed else [])]
+    head = ["name (latency in ms)", "count", "fail", "isError", "rps", "p50", "p99", "p99.9", "max",
+            *(["1st-ev p99"] if streamed else [])]
 
     def row(name: str, e: dict[str, Any]) -> tuple[str, list[str]]:
         answered = bool(e.get("count"))
         first = e.get("first_event")
-        cells = [str(e.get("count", 0)), str(e.get("failures", 0)), str(e.get("is_error", 0)), f"{e.get('rps', 0):.1f}",
-                 *(format_ms(e.get(k, 0.0)) if answered else "-" for k in _LATENCIES)]
+        cells = [str(e.get("count", 0)), str(e.get("failures", 0)), str(e.get("is_error", 0)),
+                 f"{e.get('rps', 0):.1f}", *(format_ms(e.get(k, 0.0)) if answered else "-" for k in _LATENCIES)]
         if streamed:
             cells.append(format_ms(first["p99_ms"]) if first else "-")
         return visible(name, NAME_WIDTH), cells  # names carry the server's tool names

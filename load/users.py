@@ -49,7 +49,7 @@ from mcp_tempest.load.operations import (
     warmup_exchanges,
 )
 from mcp_tempest.load.pacing import Pacer
-from mcp_tempest.load.recorder import BACKLOG, BACKLOG_NAME, Recorder
+from mcp_tempest.load.recorder import BACKLOG, BACKLOG_NAME, STOP_GRACE_S, Recorder
 from mcp_tempest.load.summary import build_summary, format_table, write_json
 from mcp_tempest.strategies.value_sources import ValueSources
 
@@ -58,10 +58,6 @@ log = logging.getLogger("mcp-tempest.load")
 FLUSH_MESSAGE = "mcp_tempest_flush"
 FINAL_MESSAGE = "mcp_tempest_final"
 REPORT_KEY = "mcp_tempest"
-# At the stop, how long (at most) the run waits for the requests it caught in flight: each may
-# take its --timeout, as during the run, so a healthy server's answer is never a failure for
-# arriving at the stop; one still unanswered then counts as a timeout (Recorder.give_up).
-STOP_GRACE_S = 10.0
 STOP_SLACK_S = 0.25  # past a request's own --timeout: its client timer fires first, with its own kind
 STOP_NOTICE_S = 0.5  # a wait this long at the stop is said on the progress line
 FLUSH_TIMEOUT_S = 15.0 + STOP_GRACE_S + STOP_SLACK_S

@@ -176,7 +176,8 @@ def test_the_screen_says_what_changed_most_serious_first(tmp_path: Path, referen
     compared = proc.stdout.strip().splitlines()[-2]  # then the last line: the verdict (fuzz/verdict_line.py)
     assert compared.startswith("compare: 10 breaking, 4 description, 5 compatible; every turn ")
     assert compared.endswith("FAILS --fail-on breaking")
-    assert last_line(proc.stdout).startswith("catalogue: ") and ": FAIL (10 breaking change(s) (" in last_line(proc.stdout)
+    assert last_line(proc.stdout).startswith("catalogue: ") and ": FAIL (--compare: 10 breaking change(s) (tool echo" \
+        in last_line(proc.stdout)
 
 
 def test_an_unchanged_release_passes(tmp_path: Path, reference_saved: Path) -> None:

@@ -176,8 +176,9 @@ def test_a_catalogue_budget_from_config_or_environment_gates_the_run(
 def test_probe_takes_its_target_from_the_environment(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[project]\n")
     proc = _run(tmp_path, "probe", env={"MCP_TEMPEST_TARGET": "stdio:/nonexistent/server"})
-    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "/nonexistent/server" in proc.stderr
+    assert proc.stdout.startswith("probe: no era: ERROR (unusable target: ") and "/nonexistent/server" in proc.stdout
 
 
 def test_a_table_for_no_command_is_an_error_with_the_nearest_command(tmp_path: Path):

@@ -312,8 +312,10 @@ def test_a_heuristic_is_an_observation_unless_fail_on_asks(tmp_path: Path) -> No
     # on a fresh process), which is labelled so and never fails a run either.
     index = orjson.loads((out / "findings.json").read_bytes())
     assert (index["fail_on"], index["failures"]) == ("should", 0)
-    assert last_line(proc.stdout).endswith(f" property, 0 findings, {index['observations']} observations: PASS"), \
-        proc.stdout
+    from mcp_tempest.fuzz.verdict_line import plural
+
+    assert last_line(proc.stdout).endswith(f" property, 0 findings, {plural(index['observations'], 'observation')}: "
+                                           "PASS"), proc.stdout
     assert "observation RPC-07-" in proc.stdout
     [entry] = [f for f in index["findings"] if f["rule"] == "RPC-07"]
     assert entry["verdict"] == "observation" and entry["strength"] == "HEURISTIC"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from load_support import TABLE_WIDTH, last_line, run_load
 
-from mcp_tempest.load import capacity, compare
+from mcp_tempest.load import capacity, compare, gates
 from mcp_tempest.load.recorder import NEVER_ANSWERED, REQUEST, SETUP, TIMEOUT, Recorder
 from mcp_tempest.load.runner import format_progress
 from mcp_tempest.load.summary import build_summary, format_table
@@ -137,6 +137,7 @@ def test_the_recorder_counts_what_the_stop_caught_and_nothing_else() -> None:
     late = rec.sent("tools/call a", REQUEST, 0)
     timed_out = rec.sent("tools/call b", REQUEST, 0)
     stuck = rec.sent("setup tools/list", SETUP, 0)
+    rec.forget(rec.sent("tools/call c", REQUEST, 0))  # the harness's own error: no one's silence
     rec.close()
     after = rec.sent("tools/list", REQUEST, 0)  # begun while stopping: in no figure
     rec.ended(late, "rpc -32603")  # an answer (an error is one), after the stop: not timed, not failed
@@ -182,6 +183,14 @@ def test_the_table_fits_100_columns_with_the_widest_names_and_figures() -> None:
     assert overall.split()[-5:] == ["-"] * 5 and "0.000" not in overall  # no samples: no latency
 
 
+def test_a_latency_gate_without_samples_is_crossed_not_passed_by_a_zero() -> None:
+    summary = {"requests": 4, "overall": {"count": 0, "p99_ms": 0.0}, "operations": {}}
+    (result,) = gates.evaluate(gates.parse_gates(["p99_ms>2"]), summary)
+    assert result.value is None and result.crossed and result.why() == "p99_ms>2 (no samples)"
+    (result,) = gates.evaluate(gates.parse_gates(["p99_ms>2"]), {**summary, "overall": {"count": 9, "p99_ms": 3.25}})
+    assert result.crossed and result.why() == "p99_ms>2 (p99_ms = 3.25)"
+
+
 def test_progress_lines_without_answers_say_so() -> None:
     assert format_progress({"t": 4.0, "requests": 9, "rps": 0.0, "answered": 0, "p99_ms": None}).endswith(
         ", 0 answered")
@@ -196,8 +205,9 @@ def _comparison() -> dict:
     rounds = []
     for i, side in enumerate(order):
         slower = 1.3 if side == compare.CANDIDATE else 1.0
-        ops = {name: {"kind": REQUEST, "count": 500, "p50_ms": slower * 1000.0 * (1 + 0.01 * i),
-                      "p99_ms": slower * 4000.0 * (1 + 0.01 * i)} for name in LONG_NAMES}
+        drift = slower * (1 + 0.01 * i)
+        ops = {name: {"kind": REQUEST, "count": 150 if name.startswith("MRTR") else 500, "p50_ms": 1000.0 * drift,
+                      "p99_ms": 4000.0 * drift} for name in LONG_NAMES}
         rounds.append({"duration_s": 1.0, "overall": {"count": 99_999, "p50_ms": 1.0, "p99_ms": 4.0},
                        "operations": ops})
     result = compare.compare(order, rounds, margin=0.1, confidence=0.95)
@@ -213,6 +223,8 @@ def test_the_compare_and_capacity_tables_fit_100_columns() -> None:
     text = compare.format_comparison(comparison)
     assert _wide(text) == [], _wide(text)
     assert all(name in text for name in LONG_NAMES)
+    assert "not gated (150 samples)" in text  # each figure's own count in its cell, the rule once below
+    assert text.count("not gated (N samples): N samples in a round, fewer than 200") == 1
     row = {"rate": 20000.0, "rps": 19876.5, "requests": 9_876_543, "failure_rate": 12.345, "p50_ms": 12345.6,
            "p99_ms": 999999.0, "max_ms": None, "held": False, "objectives": {"p99_ms": 999999.0, "failure_rate": None},
            "undelivered": "rate not delivered: 123 of 5000 arrivals due were not sent (12 due but never begun by "

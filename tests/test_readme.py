@@ -152,14 +152,15 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
         Run(0, r"^probe: dual 2026-07-28 \+ 2025-11-25, 2 tools", requires="python:mcp"),),
     'mcp-tempest fuzz --target "stdio:python tests/servers/sdk_server.py" --max-examples 100 --seed 1': (
         Run(1, r"^  finding MRTR-05-\w+: MUST MRTR-05", requires="python:mcp",
-            sub=(("--max-examples 100", "--max-examples 7"),),
-            why="7 examples instead of 100 (one a property): the SDK's MRTR-05 shows in the coverage phase"),
+            sub=(("--max-examples 100", "--properties mrtr --max-examples 3"),),
+            why="the mrtr property's 3 examples instead of all seven's 100: its coverage phase shows the SDK's "
+                "MRTR-05"),
         Run(1, r"^fuzz: \d+ examples, 7 properties, [1-9]\d* findings?", requires="python:mcp", nightly=True,
             timeout=600),),
     # --- fuzz
     "mcp-tempest fuzz --max-examples 200 --seed 1": (
-        Run(0, r"^fuzz: 30 examples, 7 properties, 0 findings", sub=(("200", "30"),),
-            why="30 examples instead of 200: every property on both transports, a sixth of the time",
+        Run(0, r"^fuzz: 20 examples, 7 properties, 0 findings", sub=(("200", "20"),),
+            why="20 examples instead of 200: every property on both transports, a quarter of the time",
             files=(("tempest-out/fuzz-*/findings.json", r'"findings": \[\]'),)),
         Run(0, r"^fuzz: 200 examples, 7 properties, 0 findings", nightly=True),),
     "mcp-tempest fuzz --duration 600 --workers 2 --out nightly/": (
@@ -283,8 +284,9 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
             why="the two servers' free ports; 20 examples instead of 200, seeded"),),
     # --- your own test suite
     'pytest --pyargs mcp_tempest.fuzz.properties.suite --mcp-target "stdio:python my_server.py"': (
-        Run(0, r"^=+ \d+ passed", append="-p no:cacheprovider --hypothesis-seed 1",
-            why=f"{STAND_INS}; seeded, and no .pytest_cache left behind"),),
+        Run(0, r"^=+ [1-9]\d* passed.* deselected", append='-p no:cacheprovider --hypothesis-seed 1 -k "ids or handoff"',
+            why=f"{STAND_INS}; two properties of seven, seeded, and no .pytest_cache left behind"),
+        Run(0, r"^=+ \d+ passed", nightly=True, why=STAND_INS),),
     'pip install "mcp-tempest[hypofuzz]"': (
         Reason("It installs from PyPI (beyond loopback); CI installs the extra in .ci/extras-newest.sh and "
                ".ci/lowest.sh."),),
@@ -335,14 +337,14 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
         Run(0, r"^bench_strategies: tools/call frames", append="--no-hjs", nightly=True,
             why="--no-hjs: no install from PyPI"),),
     "python tests/benchmarks/bench_mutant_sweep.py  # every mutant x 5 seeds, default campaigns (nightly)": (
-        Run(0, r"^bench_mutant_sweep: 1/1 mutant campaigns found their bug",
-            append="--seeds 1 --bugs null-id-accepted --examples 50",
-            why="one mutant, one seed, 50 examples instead of every mutant x 5 seeds of 200"),
+        Reason("Every mutant x 5 seeds takes tens of minutes (tests/test_mutant_sweep.py runs its seed 1, and "
+               "seed 2 nightly): it runs as written under the nightly marker only."),
         Run(0, r"^bench_mutant_sweep: ", nightly=True, timeout=5400),),
     "python tests/benchmarks/bench_campaign.py    # fresh-process campaign vs a bare spawn loop": (
-        Run(0, r"^bench_campaign: per example forked/bare", append="--examples 20 --bare-rounds 5",
-            why="20 examples and 5 bare rounds instead of 200 and 60"),
-        Run(0, r"^bench_campaign: per example forked/bare", nightly=True, timeout=900),),
+        Reason("Its verdict is a speed ratio of this machine and even a cut run takes a quarter of a minute: it "
+               "runs as written under the nightly marker only."),
+        Run((0, 1), r"^bench_campaign: per example forked/bare.*findings 0 forked vs 0 spawned", nightly=True,
+            timeout=900, why="exit 0 or 1: its speed aims depend on the machine; no finding either way"),),
     "python tests/benchmarks/bench_load.py        # load generator vs wrk and FastHttpUser (CPU/request); reference vs SDK": (
         Reason("It needs `wrk`, which neither the CI nor this machine installs (as root it runs apt-get to "
                "install it, beyond loopback); tests/test_load*.py cover the load generator itself."),),
