@@ -4,9 +4,9 @@ test command.
 Why a table: `COMMANDS` maps every command line of the README's shell blocks to how this file runs
 it, so a command added to the README without an entry fails `test_every_readme_command_is_covered`
 ("README command not covered: ..."), and a command that stops working fails its own test. An entry
-is a `Run` (as written; or shortened by `sub`/`append`, or replaced by a local stand-in with
-`instead`, each saying why in `why`) or a `Reason`: one sentence saying why the command cannot run
-here (a package registry, a second host). Every run starts in a fresh directory laid out like a
+is a `Run` (as written, or shortened by `sub`/`append` saying why in `why`) or a `Reason`: one
+sentence saying why the command cannot run here (a package registry, a second host) and what, if
+anything, runs in its place. Every run starts in a fresh directory laid out like a
 clone's root (`tests/` and `load/` linked in) that holds the stand-ins the README's examples name:
 `my_server.py` (the reference server; over HTTP when given `--port`, as `http+spawn:` starts it),
 `my_client.py` (the reference client), `./new/server` (the reference server with `--workspace`: a
@@ -86,10 +86,9 @@ class Run:
 
     rc: int | tuple[int, ...]
     expect: str  # a regex (multiline) that must match its stdout or stderr
-    why: str = ""  # why it is not run as written: required with sub, append or instead
+    why: str = ""  # why it is not run as written (required with sub or append), or what stands in
     sub: tuple[tuple[str, str], ...] = ()  # (README text, what runs instead): a cut budget, a port
     append: str = ""  # options added at the end
-    instead: str = ""  # another command altogether: a local stand-in
     nightly: bool = False  # the long form, under the nightly marker
     needs: tuple[str, ...] = ()  # PREPARE keys: files or servers earlier commands make
     requires: str = ""  # `jq` (on PATH) or `python:mcp` (importable): skipped, saying so, when absent
@@ -103,11 +102,11 @@ class Run:
 
     @property
     def as_written(self) -> bool:
-        return not (self.sub or self.append or self.instead)
+        return not (self.sub or self.append)
 
     def command(self, readme: str, ctx: dict[str, str]) -> str:
         """The command line this entry runs, the README's own braces (`{port}`) left alone."""
-        cmd = self.instead or readme
+        cmd = readme
         for old, new in self.sub:
             assert old in cmd, f"{old!r} is not in {cmd!r}"
             cmd = cmd.replace(old, new.format(**ctx))
@@ -126,7 +125,7 @@ MUTANT = ('mcp-tempest fuzz --target "stdio:mcp-tempest serve --bug null-id-acce
 CLIENT_BUG = ('mcp-tempest fuzz-client --client "python tests/clients/ref_client.py --bug drop-request-state '
               '{url}" --max-examples 10 --seed 7')
 SAVE_V1 = "mcp-tempest catalogue --json > v1.json    # the release users approved, saved once"
-SHORT_LOAD = "mcp-tempest load --run-time 2s"
+SHORT_LOAD = "mcp-tempest load --run-time 2s"  # the default run's `load --run-time 20s`: one run, two uses
 AUTH_TARGET = ('"http+spawn:python -m mcp_tempest.targets.reference --transport http --port {port} '
                '--auth-issuer {issuer}"')
 STAND_INS = "my_server.py is the stand-in (the reference server)"
@@ -204,7 +203,7 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
     "mcp-tempest catalogue --max-tokens 2000 --max-tool-tokens 200": (Run(0, r"^catalogue: \d+ tokens every turn"),),
     "mcp-tempest catalogue --max-pages 50 --max-list-mib 4 --list-seconds 10": (
         Run(0, r"^catalogue: \d+ tokens every turn.*7 tools"),),
-    SAVE_V1: (Run(0, r"^$", files=(("v1.json", r'"definitions"'),)),),
+    SAVE_V1: (Run(0, r"^$", files=(("v1.json", r'"definitions"'),)),),  # its output is the file
     "mcp-tempest catalogue --target 'stdio:./new/server' --compare v1.json": (
         Run(0, r"^compare: 0 breaking, 0 description, 4 compatible", needs=("v1.json",),
             why="./new/server is a stand-in: the reference server with --workspace (four tools added)"),),
@@ -615,7 +614,9 @@ def _units(nightly: bool) -> list[Unit]:
 
 
 def _unit_id(unit: Unit) -> str:
-    return unit[0][1].group or unit[0][0][:90]
+    """The command as a shell-safe word (`-k load_--run-time_20s` selects it)."""
+    cmd = TRAILING_COMMENT.sub("", unit[0][0]).removeprefix("mcp-tempest ")
+    return unit[0][1].group or re.sub(r"[^\w.,%-]+", "_", cmd).strip("_")[:80]
 
 
 def _run_unit(unit: Unit, cwd: Path) -> None:
@@ -687,6 +688,17 @@ def test_every_readme_command_is_covered() -> None:
 def test_a_command_added_to_the_readme_without_an_entry_is_caught() -> None:
     extra = "\n```console\n$ mcp-tempest fuzz \\\n    --brand-new-option\nfuzz: ...\n```\n```bash\nmcp-tempest probe --x\n```\n"
     assert uncovered(README + extra) == ["mcp-tempest fuzz --brand-new-option", "mcp-tempest probe --x"]
+
+
+def test_the_check_fails_on_a_wrong_status_output_or_file() -> None:
+    """The table's checks can fail: the README's `mcp-tempest probe` (shared with its own test)
+    against a wrong exit status, a missing line and a file it never wrote."""
+    done, right = _once("mcp-tempest probe"), COMMANDS["mcp-tempest probe"][0]
+    assert isinstance(right, Run)
+    _check(right, done)
+    for wrong in (Run(1, r"^probe: "), Run(0, r"^probe: legacy"), Run(0, r"^probe: ", files=(("v1.json", ""),))):
+        with pytest.raises(AssertionError):
+            _check(wrong, done)
 
 
 def test_no_entry_for_a_command_the_readme_no_longer_has() -> None:
