@@ -19,7 +19,7 @@ from mcp_tempest.fuzz.terminal_style import colour_on, verdict_word
 
 # exit status -> the verdict word; any other status reads ERROR. 3 is replay's "the recorded bug
 # did not recur, a different violation did": the server still breaks a rule.
-VERDICTS: Final = {0: "PASS", 1: "FAIL", 2: "ERROR", 3: "FAIL", 130: "INTERRUPTED"}
+VERDICTS: Final = {0: "PASS", 1: "FAIL", 2: "ERROR", 3: "FAIL", 130: "INTERRUPTED", 143: "INTERRUPTED"}
 REASON_WIDTH: Final = 200  # characters of a server's own words quoted in a reason
 # `command: counts: WORD (why)`; the counts are the harness's own, so the first `: WORD` ends them.
 _LINE: Final = re.compile(r"(?P<command>[a-z][a-z-]*): (?P<counts>.*?): (?P<word>PASS|FAIL|ERROR|INTERRUPTED)"

@@ -119,6 +119,30 @@ def test_answers_with_another_id_over_http_is_a_mismatched_id(tmp_path: Path) ->
     assert {(f["rule"], f["strength"]) for f in findings} == {("RPC-07", "MUST")}, findings
 
 
+#: phocinae-mcp 0.2.6's three deviations (issue 32): served although no revision accepts them.
+ALL_ERA_PROBES = ("--properties", "framing", "--mutations", "meta-log-level-invalid,params-non-object,meta-not-object",
+                  "--max-examples", "30")
+
+
+def test_a_dual_era_server_serving_frames_malformed_in_every_era_is_judged(tmp_path: Path) -> None:
+    """dual_era.py serves `params: []` and `_meta: "x"` the 2025 way and ignores a modern request's
+    logLevel "warn", as phocinae-mcp 0.2.6 does; the probe finds it dual-era, which no longer hides
+    a frame invalid in both eras, nor a later modern request of the same process."""
+    code, findings, _ = _campaign(tmp_path, "dual_era", *ALL_ERA_PROBES)
+    assert code == 1
+    found = {(f["rule"], f["strength"], f["mutation"]) for f in findings}
+    assert found == {("META-04", "SHOULD", "params-non-object"), ("META-04", "SHOULD", "meta-not-object"),
+                     ("LOG-03", "SHOULD", "meta-log-level-invalid")}, findings
+
+
+def test_a_correct_dual_era_server_draws_nothing_from_frames_malformed_in_every_era(tmp_path: Path) -> None:
+    target = "stdio:" + shlex.join([PYTHON, str(HOSTILE / "dual_era.py"), "--strict"])
+    code, findings, _ = _campaign(tmp_path, "dual_era", *ALL_ERA_PROBES, target=target)
+    assert (code, findings) == (0, [])
+    out = tmp_path / "dual_era"
+    assert orjson.loads((out / "findings.json").read_bytes())["examples"] >= 20  # the probes were played
+
+
 def test_drops_idless_errors_is_rpc_01_silence_toward_malformed_frames(tmp_path: Path) -> None:
     code, findings, _ = _campaign(tmp_path, "drops_idless", "--properties", "framing", "--max-examples", "40")
     assert code == 1

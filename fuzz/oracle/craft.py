@@ -40,14 +40,15 @@ class Crafter:
         return self._add("spawn", note=note)
 
     def send(self, message: Any = None, *, raw: bytes | None = None, headers: Mapping[str, str] | None = None,
-             mirror_headers: bool = True) -> int:
-        """A frame the harness wrote. Over HTTP the conformant headers are added unless given."""
+             mirror_headers: bool = True, note: str = "") -> int:
+        """A frame the harness wrote. Over HTTP the conformant headers are added unless given; `note`
+        is the HTTP driver's ("DELETE /mcp" for a request that is not a POST)."""
         if raw is None:
             raw = wire.encode_line(message) if not self.http else wire.dumps(message)
         hdrs: dict[str, str] | None = None
         if self.http:
             hdrs = dict(headers) if headers is not None else (wire.http_headers(message) if mirror_headers else {})
-        return self._add("send", message=message, raw=raw, headers=hdrs)
+        return self._add("send", message=message, raw=raw, headers=hdrs, note=note)
 
     def recv(self, message: Any, *, ref: int | None = None, status: int | None = None,
              headers: Mapping[str, str] | None = None, raw: bytes | None = None) -> int:

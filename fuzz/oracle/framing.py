@@ -10,8 +10,9 @@ from mcp_tempest.fuzz.oracle.tool_rules import call_summary
 # HTTP refusals made before the JSON-RPC message is read (Origin, auth, method, media type, size):
 # their optional error body has no id (HTTP-12, HTTP-13; the others are UNSPEC).
 TRANSPORT_REJECTIONS = frozenset({401, 403, 405, 406, 413, 415})
-# Frames the server cannot have read as one message: it may answer them with whatever id it made out.
-UNREAD_FRAMES = frozenset({"unparseable", "split", "empty"})
+# Frames the server cannot have read as one message: it may answer them with whatever id it made out
+# (a GET or DELETE on the endpoint carries no message at all).
+UNREAD_FRAMES = frozenset({"unparseable", "split", "empty", "endpoint"})
 
 
 def _batch_sent_before(x: Exchange, recv: int) -> bool:
