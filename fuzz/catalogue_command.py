@@ -6,6 +6,11 @@ count is a lower bound, so the gate cannot pass), or a failing finding (catalogu
 and fail only under `--fail-on heuristic`), or under `--compare OLD` a change of a kind `--fail-on`
 names (breaking by default), growth past `--max-token-growth`, or a side read incomplete
 (fuzz/catalogue_compare.py); 2 bad input or an unusable target (OLD too), one line.
+
+The last stdout line (past the options) is fuzz/verdict_line.py's `final_line`: the measurement
+and the findings, then the status in words and why, e.g. `catalogue: 1619 tokens every turn (...),
+0 findings, 0 observations: FAIL (1,619 tokens every turn over --max-tokens 500)`; under `--json`
+stdout is one JSON object whose `verdict` holds the same words (and `error`, when nothing was read).
 """
 
 from __future__ import annotations
@@ -182,7 +187,7 @@ NOT_READ = "not read, 0 findings"  # the counts of a run that measured nothing
 def _counts(cat: Any, findings: int | None = None, observations: int = 0) -> str:
     """The measurement (Catalogue.summary_line's, without its `catalogue: `), then the findings:
     the last line's counts."""
-    measured = cat.summary_line().removeprefix("catalogue: ")
+    measured = visible(cat.summary_line().removeprefix("catalogue: "))  # a legacy era's version is the server's
     if findings is None:
         return measured
     return f"{measured}, {plural(findings, 'finding')}, {plural(observations, 'observation')}"

@@ -28,7 +28,10 @@ before reactions were recorded (no `reaction` field) is matched by its rule, as 
 Exit status: 0 no longer fails (nothing was violated), 1 still fails (the recorded bug recurred;
 with --attempts N, also when only some attempts show it: the finding is then labelled flaky),
 2 unusable (bad file, or a target that could not run), 3 the recorded bug did not recur but a
-different violation did (in at least one attempt).
+different violation did (in at least one attempt). Once the file is read, the last stdout line is
+fuzz/verdict_line.py's `final_line`, harness words only (a title may quote the server, so it is
+on the line above): `replay: <id>, 2 attempts: FAIL (still fails: MUST RT-01, 2 of 2 attempts)`;
+PASS (0), FAIL (1 and 3), ERROR (2: `<id>, not replayed`), INTERRUPTED (130).
 """
 
 from __future__ import annotations
