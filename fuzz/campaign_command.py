@@ -37,7 +37,6 @@ from mcp_tempest.fuzz.verdict_line import (
     REASON_WIDTH,
     end_without_campaign,
     final_line,
-    findings_reason,
     plural,
     unusable,
     verdict_json,
@@ -445,11 +444,15 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
     store.extra["known"] = known
     findings = store.findings
     failures = store.failures
-    new = [f for f in failures if f.id not in args.known_groups]
+    from mcp_tempest.fuzz.report_status import report_status
+
+    # the exit status every report file states too (errors: a property not tested is no pass)
+    judged = report_status(result.runs, findings, fail_on=args.fail_on, interrupted=result.interrupted,
+                           known=args.known_groups)
+    status, new = judged.status, list(judged.new)
     errors = [r for r in result.runs if r.error]
-    status = 1 if new else 130 if result.interrupted else 2 if errors else 0  # errors: not tested is no pass
     counts = _counts(result.examples, len(props), failures, store.observations, len(failures) - len(new))
-    reasons = _reasons(status, new, errors, bool(args.known_groups), result.interrupted, bool(failures))
+    reasons = list(judged.reasons)
     store.extra["verdict"] = verdict_json("fuzz", counts, status, reasons)
     store.write_index()
     try:  # a full disk: one line, exit 2; every file already written stays valid (atomic writes)
@@ -484,22 +487,6 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         print(f"fuzz: error: {run.property}[{run.transport}]: {visible(run.error)}")
     print(final_line("fuzz", counts, status, reasons))
     return status
-
-
-def _reasons(status: int, new: list[Any], errors: list[Any], baseline: bool, interrupted: bool,
-             found: bool) -> list[str]:
-    """Why the run ends with `status`, in the words of the lines above: the new findings' rules
-    (new against --known when one was given), the property runs that could not run, a stop."""
-    reasons = [findings_reason(new, new=baseline)] if new else []
-    if errors:
-        first = errors[0]
-        reasons.append(f"{first.property}[{first.transport}] could not run: {visible(first.error, REASON_WIDTH)}"
-                       + (f" (and {plural(len(errors) - 1, 'more run')})" if len(errors) > 1 else ""))
-    if interrupted:
-        reasons.append("interrupted before the budget was spent")
-    if status == 0 and found:
-        reasons.append("every finding is in --known")
-    return reasons
 
 
 def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> list[Any]:

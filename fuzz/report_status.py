@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, Finding, PropertyRun
-from mcp_tempest.fuzz.verdict_line import plural, verdict
-
-#: ids named in a verdict's parenthesis before "and N more"
-SHOWN_IDS = 3
+from mcp_tempest.fuzz.safe_text import visible
+from mcp_tempest.fuzz.verdict_line import REASON_WIDTH, findings_reason, plural, verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +34,7 @@ class ReportStatus:
 
     @property
     def verdict(self) -> str:
-        """`FAIL (1 new finding: RT-01-c5df2f27)`, worded by fuzz/verdict_line.py."""
+        """`FAIL (1 new finding: RT-01)`, worded by fuzz/verdict_line.py."""
         return verdict(self.status, self.reasons)
 
 
@@ -54,18 +52,29 @@ def report_status(runs: Sequence[PropertyRun], findings: Sequence[Finding], *, f
     old = [f for f in findings if f.fails(fail_on) and f.id in known]
     errors = [r for r in runs if r.error]
     if new:
-        status, reasons = 1, [_named(len(new), "new finding", [f.id for f in new])]
+        status = 1
     elif interrupted:
-        status, reasons = 130, ["interrupted"]
+        status = 130
     elif errors:
-        status, reasons = 2, [_named(len(errors), "harness error", [f"{r.property}[{r.transport}]" for r in errors])]
+        status = 2
     else:
-        status, reasons = 0, []
-    if old:
-        reasons.append(f"{plural(len(old), 'known finding')} from the baseline" + ("" if new else ", none new"))
-    return ReportStatus(status=status, known=known, new=new, reasons=tuple(reasons))
+        status = 0
+    return ReportStatus(status=status, known=known, new=new,
+                        reasons=tuple(_reasons(status, new, errors, bool(known) or bool(old), interrupted, bool(old))))
 
 
-def _named(count: int, noun: str, names: Sequence[str]) -> str:
-    more = f" and {len(names) - SHOWN_IDS} more" if len(names) > SHOWN_IDS else ""
-    return f"{plural(count, noun)}: {', '.join(names[:SHOWN_IDS])}{more}"
+def _reasons(status: int, new: Sequence[Finding], errors: Sequence[PropertyRun], baseline: bool,
+             interrupted: bool, known_seen: bool) -> list[str]:
+    """Why the run ends with `status`, in the words of the terminal's lines above it: the new
+    findings' rules (new against --known when one was given), the property runs that could not
+    run, a stop; the same words on the last line and in every report file."""
+    reasons = [findings_reason(new, new=baseline)] if new else []
+    if errors:
+        first = errors[0]
+        reasons.append(f"{first.property}[{first.transport}] could not run: {visible(first.error, REASON_WIDTH)}"
+                       + (f" (and {plural(len(errors) - 1, 'more run')})" if len(errors) > 1 else ""))
+    if interrupted:
+        reasons.append("interrupted before the budget was spent")
+    if status == 0 and known_seen:
+        reasons.append("every finding is in --known")
+    return reasons

@@ -585,12 +585,16 @@ def write_reports(
 # --- a run that ended without a campaign ---
 
 
-def write_error_reports(out_dir: Path, *, command: str, target: str, seed: int | None, verdict: str,
+def write_error_reports(out_dir: Path, *, command: str, target: str, seed: int | None, status: int,
                         reason: str) -> None:
     """The files a CI job reads after a run that ended before its campaign (an unusable or refused
     target, a stop before the first case): a job that uploads junit.xml, results.sarif and
     summary.md always finds them, and the JUnit reporter shows why in one test case in error.
     findings.json is the FindingStore's own (with its `verdict`); `reason` is already escaped."""
+    from mcp_tempest.fuzz.safe_text import markdown_cell, markdown_code
+    from mcp_tempest.fuzz.verdict_line import VERDICTS, final_line
+
+    verdict = VERDICTS.get(status, "ERROR")
     root = ET.Element("testsuites", name=f"mcp-tempest {command}", tests="1", failures="0", errors="1",
                       skipped="0", time="0.000")
     suite = ET.SubElement(root, "testsuite", name=f"mcp-tempest {command} {visible(target)}", tests="1",
@@ -606,8 +610,6 @@ def write_error_reports(out_dir: Path, *, command: str, target: str, seed: int |
     atomic_write(out_dir / "junit.xml",
                  b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n")
     atomic_write(out_dir / "results.sarif", sarif_bytes([], target=target, seed=seed))
-    from mcp_tempest.fuzz.safe_text import markdown_cell, markdown_code
-
-    summary = (f"## mcp-tempest {command}: {verdict}\n\nTarget {markdown_code(target)}, seed {seed}: no campaign ran: "
-               f"{markdown_cell(reason)}.\n")
+    head = final_line(f"mcp-tempest {command}", "0 findings", status, [markdown_cell(reason)], colour=False)
+    summary = f"## {head}\n\nTarget {markdown_code(target)}, seed {seed}: no campaign ran.\n"
     atomic_write(out_dir / "summary.md", summary.encode("utf-8"))

@@ -105,8 +105,7 @@ def end_without_campaign(command: str, counts: str, status: int, reason: str, *,
             store.interrupted = status == 130
         store.extra.update(verdict=verdict_json(command, counts, status, reasons), error=reason)
         store.write_index()
-        write_error_reports(out_dir, command=command, target=target, seed=seed,
-                            verdict=VERDICTS.get(status, "ERROR"), reason=reason)
+        write_error_reports(out_dir, command=command, target=target, seed=seed, status=status, reason=reason)
     except OSError as exc:
         reasons.append(f"cannot write the reports in {out_dir}: {exc.strerror or exc}")
     if store is not None and store.write_error:

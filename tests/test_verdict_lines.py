@@ -131,7 +131,7 @@ def test_an_unusable_target_is_an_error_and_still_leaves_the_ci_files(tmp_path: 
     [case] = suite.findall(".//testcase")
     [error] = case.findall("error")
     assert suite.get("errors") == "1" and line.why in (error.get("message") or "") and error.text == line.why
-    assert (out / "summary.md").read_text().startswith("## mcp-tempest fuzz: ERROR\n")
+    assert (out / "summary.md").read_text().startswith(f"## mcp-tempest fuzz: 0 findings: ERROR ({line.why})\n")
     assert orjson.loads((out / "results.sarif").read_bytes())["runs"][0]["results"] == []
 
 
