@@ -12,6 +12,11 @@ labelled so, an unreadable list is not "0".
 The byte budget is enforced before a page is held, not after: while a page is awaited the
 connection's frame cap is lowered to what is left of the budget (`fetch_page`), so a page that
 would pass the budget is discarded by the driver as it streams in, never parsed or kept.
+
+A reader that needs only what it measures of each page (`take`: the campaign's era probe, whose
+catalogue is counted as it arrives) holds one parsed page at a time, whatever the list's length:
+each page is handed over, then let go, the transcript's parsed copy included (`Page.release`),
+before the next one is asked for.
 """
 
 from __future__ import annotations
@@ -76,12 +81,15 @@ class Spend:
 @dataclass(slots=True)
 class Page:
     """One page as the transport delivered it: the result (None when there is none), its size on
-    the wire, and when there is no result, why (`over_cap`: the page was too big to hold)."""
+    the wire, and when there is no result, why (`over_cap`: the page was too big to hold).
+    `release`: lets go of the parsed copy the transcript holds (only its bytes stay), for a reader
+    that keeps nothing of the page (`take`)."""
 
     result: dict[str, Any] | None
     size: int = 0
     failure: str = ""
     over_cap: int | None = None  # the cap the page passed (bytes), when it did
+    release: Callable[[], None] | None = None
 
 
 @dataclass(slots=True)
@@ -137,17 +145,22 @@ def _size(n: int) -> str:
 
 
 Fetch = Callable[[str | None, float, int], Page]
+# What a reader that keeps no items does with each page's items, as they arrive (see `read_list`).
+Take = Callable[[list[Any]], None]
 
 
 def read_list(fetch: Fetch, name: str, method: str, key: str, budget: ListBudget,
-              spend: Spend | None = None) -> ListRead:
+              spend: Spend | None = None, take: Take | None = None) -> ListRead:
     """Follow `nextCursor` from the first page while the budget lasts.
 
     `fetch(cursor, seconds_left, bytes_left)` asks for one page and must not hold one bigger
-    than `bytes_left`. `spend` is the pass's running total (a fresh one per call by default)."""
+    than `bytes_left`. `spend` is the pass's running total (a fresh one per call by default).
+    With `take`, each page's items go to it and are not kept (the read counts them, `dropped`):
+    the page, the transcript's copy included, is let go before the next one is asked for."""
     spend = spend if spend is not None else budget.spend()
     read = ListRead(name, method)
-    earlier = budget.shared.begin(name, read.items) if budget.shared is not None else None
+    shared = budget.shared if take is None else None
+    earlier = shared.begin(name, read.items) if shared is not None else None
     followed: set[str] = set()
     cursor: str | None = None
     while True:
@@ -168,10 +181,17 @@ def read_list(fetch: Fetch, name: str, method: str, key: str, budget: ListBudget
         read.pages += 1
         read.bytes += page.size
         spend.bytes += page.size
-        if earlier is not None:
-            SharedItems.share(result[key], earlier, len(read.items))
-        read.items.extend(result[key])
         nxt = result.get("nextCursor")
+        if take is not None:
+            take(result[key])
+            read.dropped += len(result[key])
+            if page.release is not None:
+                page.release()
+            page = result = None  # type: ignore[assignment]  # not held while the next page is parsed
+        else:
+            if earlier is not None:
+                SharedItems.share(result[key], earlier, len(read.items))
+            read.items.extend(result[key])
         if not isinstance(nxt, str):  # an empty string is a valid cursor (DIGEST 9.5)
             break
         if nxt in followed:
@@ -287,12 +307,13 @@ def fetch_page(conn: Connection, msg: dict[str, Any], *, timeout: float, bytes_l
     if not isinstance(result, dict):
         return Page(None, failure=describe_reply(reply)), reply
     size = len(event.raw) if event.raw is not None else len(orjson.dumps(result))
-    return Page(result, size), reply
+    return Page(result, size, release=lambda: conn.transcript.let_go(event)), reply
 
 
 def read_connection_list(conn: Connection, build: Callable[[str | None], dict[str, Any]], name: str,
                          method: str, key: str, *, timeout: float, budget: ListBudget,
-                         spend: Spend | None = None, headers: dict[str, str] | None = None) -> ListRead:
+                         spend: Spend | None = None, headers: dict[str, str] | None = None,
+                         take: Take | None = None) -> ListRead:
     """`read_list` over a harness connection: `build(cursor)` makes each page's request."""
 
     def fetch(cursor: str | None, seconds_left: float, bytes_left: int) -> Page:
@@ -300,7 +321,7 @@ def read_connection_list(conn: Connection, build: Callable[[str | None], dict[st
                              headers=headers)
         return page
 
-    return read_list(fetch, name, method, key, budget, spend)
+    return read_list(fetch, name, method, key, budget, spend, take)
 
 
 # --- the options that set a budget (probe, catalogue) ---

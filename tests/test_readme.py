@@ -18,7 +18,6 @@ cut says so); the `nightly` marker runs those commands as written.
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib.util
 import os
 import re
@@ -341,8 +340,8 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
                "seed 2 nightly): it runs as written under the nightly marker only."),
         Run(0, r"^bench_mutant_sweep: ", nightly=True, timeout=5400),),
     "python tests/benchmarks/bench_campaign.py    # fresh-process campaign vs a bare spawn loop": (
-        Reason("Its verdict is a speed ratio of this machine and even a cut run takes a quarter of a minute: it "
-               "runs as written under the nightly marker only."),
+        Reason("Its verdict is a speed ratio of this machine, and even a cut run takes 10 s or more: it runs as "
+               "written under the nightly marker only."),
         Run((0, 1), r"^bench_campaign: per example forked/bare.*findings 0 forked vs 0 spawned", nightly=True,
             timeout=900, why="exit 0 or 1: its speed aims depend on the machine; no finding either way"),),
     "python tests/benchmarks/bench_load.py        # load generator vs wrk and FastHttpUser (CPU/request); reference vs SDK": (
@@ -356,8 +355,8 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
                "compare: it runs as written under the nightly marker only."),
         Run(0, r"^bench_code_coverage: measured/plain", requires="python:mcp", nightly=True, timeout=1800),),
     "python tests/benchmarks/bench_guidance.py    # two nightly runs sharing a database, per --guidance mode": (
-        Reason("Six 200-example campaigns (three guidance modes, two nights each) take minutes even cut to 10 "
-               "examples: it runs as written under the nightly marker only."),
+        Reason("Its six campaigns (three guidance modes, two nights each) take about a minute even at 10 "
+               "examples a night: it runs as written under the nightly marker only."),
         Run(0, r"^bench_guidance: ", nightly=True, timeout=1800),),
 }
 
@@ -450,15 +449,18 @@ def _runs_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     _BASE.append(tmp_path_factory.mktemp("readme-once"))
     yield
     _BASE.clear()
-    _once.cache_clear()
+    _DONE.clear()
 
 
-@functools.cache
-def _once(cmd: str) -> Outcome:
-    """A command run once per test session in a clone root of its own: a command and the replay of
-    what it wrote share one run (the same seed gives the same campaign anyway)."""
-    cwd = _clone_root(Path(tempfile.mkdtemp(dir=_BASE[0])))
-    return _shell(cmd, cwd)
+_DONE: dict[str, Outcome] = {}
+
+
+def _once(cmd: str, timeout: float = 240) -> Outcome:
+    """A command run once per module in a clone root of its own: a command and the replay of what it
+    wrote share one run (the same seed gives the same campaign anyway)."""
+    if cmd not in _DONE:
+        _DONE[cmd] = _shell(cmd, _clone_root(Path(tempfile.mkdtemp(dir=_BASE[0]))), timeout=timeout)
+    return _DONE[cmd]
 
 
 def _copy_in(src_root: Path, path: Path, cwd: Path) -> str:
@@ -625,7 +627,7 @@ def _run_unit(unit: Unit, cwd: Path) -> None:
         _skip_if_missing(run.requires)
     if len(unit) == 1 and unit[0][1].mode == "run" and not unit[0][1].needs and unit[0][1].stdin is None:
         readme, run = unit[0]
-        _check(run, _once(run.command(readme, {})))  # shared with a test that needs what it writes
+        _check(run, _once(run.command(readme, {}), run.timeout))  # shared with a test needing what it writes
         return
     _clone_root(cwd)
     ctx = {"port_a": str(_free_port()), "port_b": str(_free_port())}

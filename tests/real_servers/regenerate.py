@@ -109,6 +109,10 @@ WHY: dict[tuple[str, str, str | None], str] = {
     ("RPC-01", "SHOULD", None):
         "a request got no answer within the campaign's deadline (JSON-RPC 2.0, via RPC-01, answers every "
         "request; the deadline is the harness's, so SHOULD)",
+    ("META-04", "SHOULD", "meta-not-object"):
+        "a request whose _meta is not an object (no schema of either era accepts it, so the required "
+        "protocolVersion is missing) gets no answer; META-04 owes -32602 in every era, and silence rather "
+        "than service is the SHOULD",
     ("MRTR-05", "MUST", None):
         "input_required asks elicitation/create of a request that declared no elicitation capability "
         "(MRTR-05 MUST NOT; -32021, META-05, is the answer)",
