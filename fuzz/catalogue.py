@@ -11,9 +11,12 @@ RES-01, PR-01), and is how tool poisoning hides after a user approved a tool.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Final
+
+import orjson
 
 from mcp_tempest.fuzz.findings import Evidence
 from mcp_tempest.fuzz.oracle.model import Violation
@@ -79,22 +82,30 @@ def _definition_json(kind: str, item: Any) -> str:
     return definition_text(definition)
 
 
+def _own(text: str) -> str:
+    """`text` copied into a string of its own. A name kept from a parsed page (a Cost each, 100,000
+    of them) would otherwise keep, long after the page is let go, the allocator's memory the page
+    was parsed into: measured, about 50 MB of a 100,000-tool list stayed resident for 5 MB of names."""
+    return text[:1] + text[1:] if len(text) > 1 else text
+
+
+def _cost(kind: str, item: Any, text: str) -> Cost:
+    return Cost(kind, _own(item_name(kind, item)), count_tokens(text), len(text.encode("utf-8")))
+
+
 def measure_item(kind: str, item: Any) -> Cost:
     """What one definition costs on its own: the table's rows, and what --max-tool-tokens gates."""
-    text = _definition_json(kind, item)
-    return Cost(kind, item_name(kind, item), count_tokens(text), len(text.encode("utf-8")))
+    return _cost(kind, item, _definition_json(kind, item))
 
 
 def measure_list(kind: str, items: list[Any]) -> Cost:
     """What a whole list costs as the host sends it, one JSON array: tokens merge across the joins,
     so this is not the sum of the items' own counts (server-everything's 13 tools: 1,307 as one
     list, 1,305 summed)."""
-    parts = [_definition_json(kind, item) for item in items]
-    size = sum(len(p.encode("utf-8")) for p in parts) + 2 * max(len(parts) - 1, 0) + 2
-    tokens = 0
-    for chunk in _chunks(parts):
-        tokens += count_tokens(chunk)
-    return Cost(kind, f"{kind} (one list)", tokens, size)
+    count = ListCount()
+    for item in items:
+        count.add(_definition_json(kind, item))
+    return count.cost(kind)
 
 
 #: Characters of a list's JSON counted in one go. Up to this, a list is counted exactly as one
@@ -104,18 +115,115 @@ def measure_list(kind: str, items: list[Any]) -> Cost:
 LIST_CHUNK_CHARS = 1 << 20
 
 
-def _chunks(parts: list[str]) -> Iterator[str]:
-    """The list's JSON text `[a, b, ...]` in pieces that together are the whole text."""
-    piece: list[str] = []
-    length = 0
-    for i, part in enumerate(parts):
-        if piece and length + len(part) > LIST_CHUNK_CHARS:
-            yield "".join(piece)
-            piece, length = [], 0
-        piece.append(("[" if i == 0 else ", ") + part)
-        length += len(piece[-1])
-    piece.append("]" if parts else "[]")
-    yield "".join(piece)
+class ListCount:
+    """A list's JSON text `[a, b, ...]` counted as its items' texts come, in pieces of about
+    LIST_CHUNK_CHARS cut between items: the same pieces whether the list is held whole
+    (`measure_list`) or read a page at a time and let go (`Meter`), so the same count."""
+
+    __slots__ = ("_length", "_piece", "items", "size", "tokens")
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.size = 0  # UTF-8 bytes of the items' texts
+        self.tokens = 0  # of the pieces counted so far
+        self._piece: list[str] = []
+        self._length = 0
+
+    def add(self, text: str) -> None:
+        if self._piece and self._length + len(text) > LIST_CHUNK_CHARS:
+            self.tokens += count_tokens("".join(self._piece))
+            self._piece, self._length = [], 0
+        self._piece.append(("[" if self.items == 0 else ", ") + text)
+        self._length += len(self._piece[-1])
+        self.size += len(text.encode("utf-8"))
+        self.items += 1
+
+    def cost(self, kind: str) -> Cost:
+        last = count_tokens("".join([*self._piece, "]" if self.items else "[]"]))
+        return Cost(kind, f"{kind} (one list)", self.tokens + last, self.size + 2 * max(self.items - 1, 0) + 2)
+
+
+class Definitions:
+    """The definitions as the server sent them, as the JSON `orjson.dumps` writes of
+    `{list: [items], ..., "instructions": text}`: `definitions` in `catalogue --json` and
+    findings.json, what a later `--compare` reads. Encoded a page at a time as pages come, so a
+    list is never held parsed to be written; a page orjson cannot write (a lone surrogate, an
+    integer past 64 bits) is written by the standard encoder, ASCII."""
+
+    __slots__ = ("_pages",)
+
+    def __init__(self, kinds: list[str]) -> None:
+        self._pages: dict[str, list[bytes]] = {kind: [] for kind in kinds}
+
+    def add(self, kind: str, items: list[Any]) -> None:
+        if items:
+            self._pages.setdefault(kind, []).append(_encoded(items))
+
+    def fragment(self, instructions: str | None) -> orjson.Fragment:
+        """The whole document, written as it is wherever it is put (the pages are let go)."""
+        parts: list[Any] = [b"{"]
+        for kind, pages in self._pages.items():
+            parts += [orjson.dumps(kind), b":["]
+            for k, page in enumerate(pages):
+                parts += [b"," if k else b"", memoryview(page)[1:-1]]  # each page without its brackets
+            parts.append(b"],")
+        self._pages.clear()
+        parts += [b'"instructions":', _encoded(instructions), b"}"]
+        return orjson.Fragment(b"".join(parts))
+
+
+def _encoded(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate or an integer past 64 bits
+        return json.dumps(value, default=repr).encode("ascii")
+
+
+def definitions_fragment(items: dict[str, list[Any]], instructions: str | None) -> orjson.Fragment:
+    """`Definitions` of lists held whole: `definitions` of a catalogue read by `catalogue`."""
+    out = Definitions(list(items))
+    for kind, listed in items.items():
+        out.add(kind, listed)
+    return out.fragment(instructions)
+
+
+class Meter:
+    """A catalogue measured a page at a time, as the era probe reads it (`probe(take=meter.take)`),
+    no item kept: each definition's cost, the tool definitions as one list and, when asked for,
+    the definitions' JSON. `Catalogue.from_probe` measures lists held whole with one, so both
+    ways count alike. Why: `fuzz` measured its target's catalogue from the whole list held parsed
+    (100,000 tools, about 60 MB) with every definition written twice, once per figure."""
+
+    __slots__ = ("costs", "definitions", "tools_list")
+
+    def __init__(self, *, definitions: bool = True) -> None:
+        self.costs: dict[str, list[Cost]] = {name: [] for name, _, _ in CATALOGUE_LISTS}
+        self.tools_list = ListCount()
+        self.definitions = Definitions(list(self.costs)) if definitions else None
+
+    def take(self, kind: str, items: list[Any]) -> None:
+        costs = self.costs.setdefault(kind, [])
+        for item in items:
+            text = _definition_json(kind, item)
+            costs.append(_cost(kind, item, text))
+            if kind == "tools":
+                self.tools_list.add(text)
+        if self.definitions is not None:
+            self.definitions.add(kind, items)
+
+    def catalogue(self, result: ProbeResult, read: int = 0, items: dict[str, list[Any]] | None = None) -> Catalogue:
+        """The catalogue of `result`'s `read`-th pass, as measured here (`items`: the lists, when held)."""
+        listing = result.list_reads[read] if len(result.list_reads) > read else {}
+        cat = Catalogue(
+            target=result.target, era=result.era, version=result.version, legacy=result.era == "legacy",
+            items=items if items is not None else {name: [] for name, _, _ in CATALOGUE_LISTS},
+            instructions=result.instructions,
+            truncated=[n for n, r in listing.items() if r.cut],
+            failed=[n for n, r in listing.items() if r.failed],
+            reads=dict(listing), measured=self.tools_list.cost("tools"),
+        )
+        cat.costs = {kind: sorted(costs, key=lambda c: (-c.tokens, c.name)) for kind, costs in self.costs.items()}
+        return cat
 
 
 @dataclass(slots=True)
@@ -134,26 +242,24 @@ class Catalogue:
     # How each list's read ended (targets/list_reader.py): complete, cut short (why, how far) or unreadable.
     reads: dict[str, ListRead] = field(default_factory=dict)
     # The tool definitions as one list, measured as the catalogue is made: callers let the items go
-    # once measured (150,000 tools), and a saved catalogue (`--compare OLD`) is made from its items too.
+    # once measured (150,000 tools), and a saved catalogue (`--compare OLD`) is made from its items too;
+    # one measured page by page (`Meter`) is given (`measured`).
     tools_list_cost: Cost = field(init=False, repr=False, compare=False)
+    measured: InitVar[Cost | None] = None
 
-    def __post_init__(self) -> None:
-        self.tools_list_cost = measure_list("tools", self.items.get("tools", []))
+    def __post_init__(self, measured: Cost | None) -> None:
+        self.tools_list_cost = measured if measured is not None else measure_list("tools", self.items.get("tools", []))
 
     @classmethod
     def from_probe(cls, result: ProbeResult, read: int = 0) -> Catalogue:
+        """The catalogue of a probe that kept its lists (`catalogue`, `replay`): measured as `fuzz`'s
+        page by page (`Meter`), the items kept for drift and the text flags."""
         listing = result.list_reads[read] if len(result.list_reads) > read else {}
-        cat = cls(
-            target=result.target, era=result.era, version=result.version, legacy=result.era == "legacy",
-            items={name: list(listing[name].items) if name in listing else [] for name, _, _ in CATALOGUE_LISTS},
-            instructions=result.instructions,
-            truncated=[n for n, r in listing.items() if r.cut],
-            failed=[n for n, r in listing.items() if r.failed],
-            reads=dict(listing),
-        )
-        cat.costs = {kind: sorted((measure_item(kind, it) for it in items), key=lambda c: (-c.tokens, c.name))
-                     for kind, items in cat.items.items()}
-        return cat
+        meter = Meter(definitions=False)
+        items = {name: list(listing[name].items) if name in listing else [] for name, _, _ in CATALOGUE_LISTS}
+        for name, listed in items.items():
+            meter.take(name, listed)
+        return meter.catalogue(result, read, items)
 
     @property
     def instructions_cost(self) -> Cost:

@@ -187,7 +187,7 @@ def read_list(fetch: Fetch, name: str, method: str, key: str, budget: ListBudget
             read.dropped += len(result[key])
             if page.release is not None:
                 page.release()
-            page = result = None  # type: ignore[assignment]  # not held while the next page is parsed
+            del page, result  # not held while the next page is parsed
         else:
             if earlier is not None:
                 SharedItems.share(result[key], earlier, len(read.items))

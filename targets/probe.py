@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
@@ -43,6 +44,8 @@ LISTS: Final = (("tools", "tools/list", "tools"), ("resources", "resources/list"
                 ("prompts", "prompts/list", "prompts"))
 # What `mcp-tempest catalogue` reads besides: the templates are definitions the host prompt carries too.
 CATALOGUE_LISTS: Final = (*LISTS, ("resourceTemplates", "resources/templates/list", "resourceTemplates"))
+# What a probe that keeps no list items does with each page of each list: take(list name, items).
+TakePage = Callable[[str, list[Any]], None]
 # The capability that advertises each list (the templates come with `resources`).
 _CAPABILITY: Final = {"resourceTemplates": "resources"}
 MODERN_ERRORS: Final = frozenset({wire.UNSUPPORTED_PROTOCOL_VERSION, wire.MISSING_CLIENT_CAPABILITY,
@@ -139,10 +142,11 @@ def _count_text(count: int | None, name: str, truncated: bool) -> str:
 
 class _Prober:
     def __init__(self, conn: Connection, result: ProbeResult, timeout: float, budget: ListBudget,
-                 lists: tuple[tuple[str, str, str], ...] = LISTS, reads: int = 1) -> None:
+                 lists: tuple[tuple[str, str, str], ...] = LISTS, reads: int = 1, take: TakePage | None = None) -> None:
         self.conn = conn
         self.lists = lists
         self.reads = reads
+        self.take = take
         self.result = result
         self.timeout = timeout
         self.budget = budget
@@ -341,8 +345,10 @@ class _Prober:
         self, name: str, method: str, key: str, build: Any, headers: dict[str, str] | None = None
     ) -> None:
         """Read one list within the pass's budget (targets/list_reader.py); the first pass sets its count."""
+        take = self.take
         read = read_connection_list(self.conn, build, name, method, key, timeout=self.timeout, budget=self.budget,
-                                    spend=self.spend, headers=headers)
+                                    spend=self.spend, headers=headers,
+                                    take=None if take is None else lambda items: take(name, items))
         self.result.list_reads[-1][name] = read
         if len(self.result.list_reads) == 1:
             self.result.counts[name] = read.count
@@ -369,11 +375,15 @@ def probe(
     transcript: Transcript | None = None,
     lists: tuple[tuple[str, str, str], ...] = LISTS,
     reads: int = 1,
+    take: TakePage | None = None,
 ) -> ProbeResult:
     """Probe one target; raises ProbeFailure (one line) when it is unusable. Every process the
     probe starts is reaped before this returns or raises. `lists` are read `reads` times on the
     one connection, each read kept in `list_reads`, within `budget` per pass (the default
-    budget when None: the era probe of every command is bounded)."""
+    budget when None: the era probe of every command is bounded). With `take`, each page of each
+    list goes to `take(list name, items)` as it arrives and no item is kept (the reads count
+    them; the transcript keeps the pages' bytes alone): what a caller measures of a list of any
+    length costs one parsed page at a time."""
     budget = budget if budget is not None else ListBudget()
     started = time.monotonic()
     result = ProbeResult(target=spec.text, transport=spec.transport)
@@ -388,7 +398,7 @@ def probe(
             raise ProbeFailure(str(exc)) from None
         retry_fresh = False
         with conn:
-            prober = _Prober(conn, result, timeout, budget, lists, reads)
+            prober = _Prober(conn, result, timeout, budget, lists, reads, take)
             if prober.try_modern():
                 result.era = "modern"
                 prober.modern_lists()
@@ -403,7 +413,7 @@ def probe(
                 result.list_reads.clear()
                 result.counts.clear()
                 result.truncated.clear()
-                fresh_prober = _Prober(fresh, result, timeout, budget, lists, reads)
+                fresh_prober = _Prober(fresh, result, timeout, budget, lists, reads, take)
                 fresh_prober.discover_outcome = prober.discover_outcome + ", then the process exited"
                 _legacy(fresh_prober)
         if result.era == "modern" and check_dual:

@@ -126,6 +126,18 @@ class SharedItems:
         held = self._by_id.get(id(items))
         return held[1] if held is not None and held[0] is items else None
 
+    def forget(self, message: Any) -> None:
+        """Hold nothing more of the lists in `message` (see `Transcript.let_go`)."""
+        result = message.get("result") if isinstance(message, dict) else None
+        for items in (result.get(key) for key in LIST_KEYS) if isinstance(result, dict) else ():
+            if not isinstance(items, list):
+                continue
+            held = self._by_id.pop(id(items), None)
+            if held is not None and held[0] is items and self._pages.get(held[1]) is items:
+                del self._pages[held[1]]
+            for key in [k for k, first in self.first.items() if first is items]:
+                del self.first[key]
+
 
 # The big list pages of every live transcript, by (list key, digest): a weak reference to the event
 # that holds each, so a page outlives no transcript. At most this many are remembered.
@@ -302,6 +314,18 @@ class Transcript:
                     }
             self.events.append(Event(kind, time.monotonic() - self.started, **fields))
             return len(self.events) - 1
+
+    def let_go(self, event: Event) -> None:
+        """Keep only the bytes of a received message, its parsed form let go: `to_json` writes it as
+        its bytes and `from_json` parses them again, so the file is the same; in memory the event
+        has no message. For a transcript that is written but not judged: the campaign's era probe,
+        whose list pages are measured as they arrive (targets/list_reader.py `take`), so that it
+        holds one parsed page at a time, not the whole list."""
+        if event.kind != "recv" or event.raw is None or event.message is None:
+            return
+        with _ADD_LOCK:
+            self.shared.forget(event.message)
+            event.message = None
 
     def of_kind(self, *kinds: EventKind) -> Iterator[Event]:
         return (e for e in self.events if e.kind in kinds)

@@ -7,6 +7,7 @@ Every campaign in these tests runs the command a user runs (a subprocess of this
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import subprocess
@@ -50,6 +51,15 @@ def processes_mentioning(tag: str) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+def property_row(stdout: str, prop: str) -> str:
+    """A property's summary row with the notes the terminal put on indented lines under it (a row
+    and its notes stay within 100 columns), joined into one line."""
+    lines = stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{prop}["))
+    notes = itertools.takewhile(lambda line: line.startswith("      "), lines[row + 1:])
+    return " ".join([lines[row].rstrip(), *(line.strip() for line in notes)])
 
 
 def last_line(text: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from fuzz_support import PYTHON, reference_stdio, run_cli
+from fuzz_support import PYTHON, property_row, reference_stdio, run_cli
 
 from mcp_tempest.fuzz.properties.framing import EXTRAS, mutation_names
 from mcp_tempest.fuzz.properties.mrtr import PROBES
@@ -174,7 +174,7 @@ def test_tool_policy_withholds_tools_and_the_properties_that_need_one_say_so(tmp
     assert set(index["tools"]["withheld"]) >= {"create_event", "open_calendar", "list_events"}
     assert "echo" not in index["tools"]["withheld"]  # annotated readOnlyHint: still called
     for prop in ("mrtr", "handoff"):
-        row = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith(f"{prop}[stdio]"))
+        row = property_row(proc.stdout, prop)
         assert "tool policy withholds" in row, row
     # no withheld tool was ever called: open_calendar and create_event would have left rows behind
     # (the server seeds one calendar of its own when it starts)

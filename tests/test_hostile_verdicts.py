@@ -6,7 +6,6 @@ worker is a POST that never gets a byte back."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shlex
 import socket
@@ -19,7 +18,7 @@ from typing import Any
 
 import orjson
 import pytest
-from fuzz_support import PYTHON, last_line, run_cli
+from fuzz_support import PYTHON, last_line, property_row, run_cli
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 
@@ -209,11 +208,7 @@ def test_a_slow_first_answer_past_the_timeout_is_reported_slow_with_its_figure(t
     # start-up allowance: slow, said with the figure in the property's note, not dead.
     code, findings, out, examples = _slow_start(tmp_path, "1", {"HOSTILE_START_DELAY": "2.5"})
     assert (code, findings, examples) == (0, [], 12), out
-    lines = out.splitlines()
-    row = next(i for i, line in enumerate(lines) if line.strip().startswith("framing[stdio]"))
-    # the row and its notes: on the row when they fit 100 columns, else on indented lines under it
-    notes = [lines[row], *itertools.takewhile(lambda line: line.startswith("      "), lines[row + 1:])]
-    note = " ".join(line.strip() for line in notes)
+    note = property_row(out, "framing")
     assert "slow target:" in note and "(--timeout 1 s" in note and "stopped" not in note, note
     figure = float(note.split(" was answered ")[1].split(" s ")[0])
     assert 2.4 <= figure < 6.0, note
