@@ -229,12 +229,16 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     informed by the target's command line and the user's `tool_args`; a list longer than
     surface.MAX_SURFACE_ITEMS sampled by `seed`, the campaign's); raises UnusableTarget with one
     line."""
-    from mcp_tempest.fuzz.catalogue import Reading, pagination_evidence
+    from mcp_tempest.fuzz.catalogue import Meter, Reading, pagination_evidence
     from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
     transcript = spec.new_transcript()
+    # The catalogue is measured as the probe reads it, a page at a time, and no page is kept (the
+    # transcript keeps their bytes): a list of any length costs one parsed page here (issue 30).
+    meter = Meter()
     try:
-        result = probe(spec, timeout=max(timeout, 5.0), lists=CATALOGUE_LISTS, transcript=transcript)
+        result = probe(spec, timeout=max(timeout, 5.0), lists=CATALOGUE_LISTS, transcript=transcript,
+                       take=meter.take)
     except ProbeFailure as exc:
         raise UnusableTarget(f"{spec.text}: {exc}") from None
     # A list whose cursor loops is a finding of the catalogue's own, seen here first (and only
@@ -248,8 +252,8 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
             "initialize handshake); mcp-tempest fuzz judges 2026-07-28 servers and will not judge a "
             "legacy server by modern rules. `mcp-tempest probe` shows what it offers."
         )
-    # Measured, and the probe's lists let go, before the surface reads them again: never both held.
-    catalogue, definitions = _measured_catalogue(result)
+    catalogue, definitions = meter.catalogue(result), meter.saved_definitions(result.instructions)
+    del meter
     endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
     try:
         transcript = endpoint.new_transcript()
@@ -272,21 +276,6 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual",
                     catalogue=catalogue, definitions=definitions, discover=_discover_result(result),
                     probe_findings=probe_findings)
-
-
-def _measured_catalogue(result: ProbeResult) -> tuple[Catalogue, Any]:
-    """The catalogue's costs and its definitions as JSON text, then the probe's parsed lists let go:
-    150,000 tiny tools are about 80 MB parsed, and nothing after this reads them (issue 30)."""
-    from mcp_tempest.fuzz.catalogue import Catalogue
-    from mcp_tempest.fuzz.catalogue_compare import saved_definitions  # what `catalogue --compare` reads
-
-    catalogue = Catalogue.from_probe(result)
-    definitions = saved_definitions(catalogue)
-    catalogue.items.clear()
-    for reads in result.list_reads:
-        for read in reads.values():
-            read.drop_items()
-    return catalogue, definitions
 
 
 #: Entries of a folder the target was started with that are offered as values (a repository's files).

@@ -211,6 +211,12 @@ class Meter:
         if self.definitions is not None:
             self.definitions.add(kind, items)
 
+    def saved_definitions(self, instructions: str | None) -> orjson.Fragment:
+        """The definitions' JSON, once every page is taken (a Meter made with `definitions`)."""
+        if self.definitions is None:
+            raise ValueError("this meter was made without definitions")
+        return self.definitions.fragment(instructions)
+
     def catalogue(self, result: ProbeResult, read: int = 0, items: dict[str, list[Any]] | None = None) -> Catalogue:
         """The catalogue of `result`'s `read`-th pass, as measured here (`items`: the lists, when held)."""
         listing = result.list_reads[read] if len(result.list_reads) > read else {}

@@ -23,7 +23,6 @@ main one; a file saved by `catalogue --json` or `fuzz` carries the definitions i
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,15 @@ from typing import Any, Final
 
 import orjson
 
-from mcp_tempest.fuzz.catalogue import ITEM_KEY, Catalogue, diff_listings, item_name, measure_item, read
+from mcp_tempest.fuzz.catalogue import (
+    ITEM_KEY,
+    Catalogue,
+    definitions_fragment,
+    diff_listings,
+    item_name,
+    measure_item,
+    read,
+)
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
 from mcp_tempest.fuzz.terminal_style import COLUMNS, cell, columns
 from mcp_tempest.strategies.json_bounds import MAX_SCHEMA_DEPTH, json_text, same_json
@@ -227,11 +234,7 @@ def saved_definitions(cat: Catalogue) -> orjson.Fragment:
     """The definitions a catalogue was measured on, as the server sent them, for `definitions` in
     `catalogue --json` and findings.json: what a later `--compare` reads. Encoded at once, so the
     parsed lists can be let go before the reports are written (a fragment is written as it is)."""
-    defs: dict[str, Any] = {**cat.items, "instructions": cat.instructions}
-    try:
-        return orjson.Fragment(orjson.dumps(defs))
-    except TypeError:  # a lone surrogate or an integer past 64 bits: the standard encoder, ASCII
-        return orjson.Fragment(json.dumps(defs, default=repr))
+    return definitions_fragment(cat.items, cat.instructions)
 
 
 # --- the comparison ---
