@@ -642,7 +642,8 @@ class PropertyRun:
     note: str = ""  # why it stopped early or was skipped, when it did
     skipped: bool = False
     error: str = ""  # the harness itself failed (not the server): shown, never a finding
-    shrinks: int = 0  # executions spent shrinking and confirming failures (bounded by --shrink-time)
+    shrinks: int = 0  # executions spent shrinking and confirming failures (--shrink-time), and playing
+    # the probes of a failing coverage batch alone (bounded by the campaign's time instead)
     replays: int = 0  # failures from the example database played again (reported as known)
     reach: dict[str, Any] | None = None  # fuzz.reach.Reach as JSON: how its tools/call steps were answered
 

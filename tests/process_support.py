@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
 import psutil
 
@@ -66,3 +67,21 @@ def run_measured(argv: list[str], *, timeout: float, env: dict[str, str] | None 
             proc.kill()
             proc.wait()
     return proc.returncode, out, err, time.monotonic() - start, peak / 2**20
+
+
+def interrupt_when(proc: subprocess.Popen[str], ready: Callable[[], bool], *, settle: float,
+                   wait: float = 60.0) -> tuple[str, str]:
+    """Ctrl-C `proc` once `ready()` holds (or `wait` seconds passed, or it ended) and `settle`
+    more seconds went by, as a user presses it mid-run; its output. Killed if it will not end."""
+    try:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.05)
+        time.sleep(settle)
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+

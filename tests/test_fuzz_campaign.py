@@ -7,7 +7,6 @@ exactly what a CI job would see.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -24,7 +23,7 @@ from fuzz_support import (
     reference_stdio,
     run_cli,
 )
-from process_support import default_sigint
+from process_support import default_sigint, interrupt_when
 
 from mcp_tempest.fuzz.verdict_line import parse_final_line
 
@@ -167,20 +166,8 @@ def test_ctrl_c_stops_cleanly_with_what_was_found(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=default_sigint,  # a suite started as a background job inherits SIGINT ignored
     )
-    try:
-        deadline = time.monotonic() + 60
-        # Wait until the first finding is on disk (Ctrl-C must keep it), then let it run on a bit.
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any((out / "repro").glob("*.json")):
-                break
-            time.sleep(0.2)
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    # Ctrl-C once the first finding is on disk (it must be kept), and a little later.
+    stdout, stderr = interrupt_when(proc, lambda: any((out / "repro").glob("*.json")), settle=1.0)
     assert proc.returncode == 1, stdout + stderr
     assert "interrupted" in stdout and "Traceback" not in stderr
     examples, _, findings = _summary(stdout)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import shlex
-import signal
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -23,7 +22,7 @@ from typing import Any
 import orjson
 import pytest
 from fuzz_support import CLI, PYTHON, last_line, processes_mentioning, reference_stdio, run_cli
-from process_support import default_sigint
+from process_support import default_sigint, interrupt_when
 
 from mcp_tempest.fuzz.verdict_line import VERDICTS, FinalLine, parse_final_line
 
@@ -168,17 +167,7 @@ def _interrupted(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProces
     target = "stdio:" + shlex.join(["sh", "-c", f'touch "{mark}"; exec sleep 120'])
     proc = subprocess.Popen([*CLI, *args, "--target", target], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=default_sigint)
-    try:
-        deadline = time.monotonic() + 60
-        while not mark.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    stdout, stderr = interrupt_when(proc, mark.exists, settle=0.3)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), str(mark)
 
 
