@@ -86,7 +86,7 @@ def http_server() -> object:
 def test_headers_one_byte_every_half_second_do_not_outlast_the_timeout(http_server, command: str, tmp_path: Path) -> None:
     url = http_server("slow-headers")
     if command == "probe":
-        argv = [PY, "-m", "mcp_tempest.targets.probe", "--target", url, "--timeout", "2"]
+        argv = [*CLI, "probe", "--target", url, "--timeout", "2"]
     else:
         argv = [*CLI, "fuzz", "--target", url, "--timeout", "2", "--max-examples", "3", "--seed", "1",
                 "--out", str(tmp_path / "out"), "--no-database", "--progress", "never"]
@@ -112,7 +112,7 @@ def test_endless_body_costs_bounded_memory_when_spawned(mode: str) -> None:
     target = f"http+spawn:{hostile('slow_http.py', '{port}', mode)}"
     env, tag = tagged_env()
     status, _out, err, seconds, rss = run_measured(
-        [PY, "-m", "mcp_tempest.targets.probe", "--target", target, "--timeout", "3"], timeout=120, env=env, cwd=ROOT
+        [*CLI, "probe", "--target", target, "--timeout", "3"], timeout=120, env=env, cwd=ROOT
     )
     assert status == 2, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
