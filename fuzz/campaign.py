@@ -26,6 +26,7 @@ import dataclasses
 import math
 import multiprocessing
 import os
+import pickle
 import queue
 import signal
 import sys
@@ -35,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from mcp_tempest.fuzz import terminal_style
 from mcp_tempest.fuzz.findings import Evidence, Finding, FindingStore, PropertyRun
@@ -90,14 +93,35 @@ class Prepared:
     mutations: tuple[str, ...] = ()
     dual: bool = False  # the probe found both eras (see Context.dual)
     # What the era probe's reading of the catalogue (every list, every page) costs, measured in
-    # prepare_target (no request of its own), and its definitions as JSON text for findings.json;
-    # the parsed lists themselves are let go there. Not carried to worker processes.
-    catalogue: Catalogue | None = None
-    definitions: Any = None
+    # prepare_target (no request of its own), and its definitions as JSON text for findings.json:
+    # `catalogue` and `definitions`, read once, when the reports are written. Held packed until
+    # then (`pack_catalogue`): for 100,000 tools, 100,000 costs and 9 MB of text that would be held
+    # through every example. The parsed lists themselves are let go in prepare_target. Not carried
+    # to worker processes.
+    packed_catalogue: bytes | None = None
+    _catalogue: tuple[Catalogue | None, bytes | None] | None = field(default=None, init=False, repr=False,
+                                                                   compare=False)
     discover: dict[str, Any] | None = None  # see Context.discover
     # What the era probe's reading of the catalogue itself broke (a pagination loop), for the
     # campaign to file. Not carried to worker processes either.
     probe_findings: list[Evidence] = field(default_factory=list)
+
+    @property
+    def catalogue(self) -> Catalogue | None:
+        return self._unpacked()[0]
+
+    @property
+    def definitions(self) -> orjson.Fragment | None:
+        """The catalogue's definitions as findings.json writes them (as they are: a fragment)."""
+        definitions = self._unpacked()[1]
+        return None if definitions is None else orjson.Fragment(definitions)
+
+    def _unpacked(self) -> tuple[Catalogue | None, bytes | None]:
+        """Unpacked once, when first read (the campaign is over then)."""
+        if self._catalogue is None:
+            packed = self.packed_catalogue
+            self._catalogue = (None, None) if packed is None else pickle.loads(zlib.decompress(packed))
+        return self._catalogue
 
     def context(self) -> Context:
         return Context(
@@ -230,8 +254,10 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     surface.MAX_SURFACE_ITEMS sampled by `seed`, the campaign's); raises UnusableTarget with one
     line."""
     from mcp_tempest.fuzz.catalogue import Meter, Reading, pagination_evidence
+    from mcp_tempest.targets.heap import return_big_blocks
     from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
+    return_big_blocks()  # a target's list pages, 9 MB each, are freed again and again from here on
     transcript = spec.new_transcript()
     # The catalogue is measured as the probe reads it, a page at a time, and no page is kept (the
     # transcript keeps their bytes): a list of any length costs one parsed page here (issue 30).
@@ -252,7 +278,7 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
             "initialize handshake); mcp-tempest fuzz judges 2026-07-28 servers and will not judge a "
             "legacy server by modern rules. `mcp-tempest probe` shows what it offers."
         )
-    catalogue, definitions = meter.catalogue(result), meter.saved_definitions(result.instructions)
+    packed = pack_catalogue(meter.catalogue(result), meter.saved_definitions(result.instructions))
     del meter
     endpoint = open_endpoint(spec, timeout=max(timeout, 5.0))
     try:
@@ -274,8 +300,13 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
         endpoint.close()
     detail = f"{result.era} era ({result.detection})" if result.detection else f"{result.era} era"
     return Prepared(spec, "modern", surface, endpoint.fresh_processes, detail, dual=result.era == "dual",
-                    catalogue=catalogue, definitions=definitions, discover=_discover_result(result),
+                    packed_catalogue=packed, discover=_discover_result(result),
                     probe_findings=probe_findings)
+
+
+def pack_catalogue(catalogue: Catalogue, definitions: bytes) -> bytes:
+    """A catalogue and its definitions' JSON as `Prepared` holds them through the campaign."""
+    return zlib.compress(pickle.dumps((catalogue, definitions), protocol=pickle.HIGHEST_PROTOCOL), 1)
 
 
 #: Entries of a folder the target was started with that are offered as values (a repository's files).

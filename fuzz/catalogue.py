@@ -12,7 +12,7 @@ RES-01, PR-01), and is how tool poisoning hides after a user approved a tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Final
 
@@ -24,6 +24,7 @@ from mcp_tempest.fuzz.safe_text import NAME_WIDTH, html_text, markdown_cell, mar
 from mcp_tempest.fuzz.terminal_style import COLUMNS, cell, columns
 from mcp_tempest.fuzz.token_count import ENCODING, count_tokens, definition_text
 from mcp_tempest.strategies.json_bounds import MAX_WRITTEN_DEPTH, json_text, nesting_depth, same_json
+from mcp_tempest.targets.heap import return_big_blocks
 from mcp_tempest.targets.list_reader import ListBudget, ListRead, SharedItems
 from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeResult, probe
 from mcp_tempest.targets.target_spec import TargetSpec
@@ -120,9 +121,10 @@ class ListCount:
     LIST_CHUNK_CHARS cut between items: the same pieces whether the list is held whole
     (`measure_list`) or read a page at a time and let go (`Meter`), so the same count."""
 
-    __slots__ = ("_length", "_piece", "items", "size", "tokens")
+    __slots__ = ("_count", "_length", "_piece", "items", "size", "tokens")
 
-    def __init__(self) -> None:
+    def __init__(self, count: Callable[[str], int] = count_tokens) -> None:
+        self._count = count  # the tokens of one piece
         self.items = 0
         self.size = 0  # UTF-8 bytes of the items' texts
         self.tokens = 0  # of the pieces counted so far
@@ -131,7 +133,7 @@ class ListCount:
 
     def add(self, text: str) -> None:
         if self._piece and self._length + len(text) > LIST_CHUNK_CHARS:
-            self.tokens += count_tokens("".join(self._piece))
+            self.tokens += self._count("".join(self._piece))
             self._piece, self._length = [], 0
         self._piece.append(("[" if self.items == 0 else ", ") + text)
         self._length += len(self._piece[-1])
@@ -139,7 +141,7 @@ class ListCount:
         self.items += 1
 
     def cost(self, kind: str) -> Cost:
-        last = count_tokens("".join([*self._piece, "]" if self.items else "[]"]))
+        last = self._count("".join([*self._piece, "]" if self.items else "[]"]))
         return Cost(kind, f"{kind} (one list)", self.tokens + last, self.size + 2 * max(self.items - 1, 0) + 2)
 
 
@@ -159,8 +161,8 @@ class Definitions:
         if items:
             self._pages.setdefault(kind, []).append(_encoded(items))
 
-    def fragment(self, instructions: str | None) -> orjson.Fragment:
-        """The whole document, written as it is wherever it is put (the pages are let go)."""
+    def encoded(self, instructions: str | None) -> bytes:
+        """The whole document (once: the pages are let go)."""
         parts: list[Any] = [b"{"]
         for kind, pages in self._pages.items():
             parts += [orjson.dumps(kind), b":["]
@@ -169,7 +171,7 @@ class Definitions:
             parts.append(b"],")
         self._pages.clear()
         parts += [b'"instructions":', _encoded(instructions), b"}"]
-        return orjson.Fragment(b"".join(parts))
+        return b"".join(parts)
 
 
 def _encoded(value: Any) -> bytes:
@@ -180,11 +182,12 @@ def _encoded(value: Any) -> bytes:
 
 
 def definitions_fragment(items: dict[str, list[Any]], instructions: str | None) -> orjson.Fragment:
-    """`Definitions` of lists held whole: `definitions` of a catalogue read by `catalogue`."""
+    """`Definitions` of lists held whole (`definitions` of a catalogue read by `catalogue`), written
+    as they are wherever they are put."""
     out = Definitions(list(items))
     for kind, listed in items.items():
         out.add(kind, listed)
-    return out.fragment(instructions)
+    return orjson.Fragment(out.encoded(instructions))
 
 
 class Meter:
@@ -211,11 +214,11 @@ class Meter:
         if self.definitions is not None:
             self.definitions.add(kind, items)
 
-    def saved_definitions(self, instructions: str | None) -> orjson.Fragment:
+    def saved_definitions(self, instructions: str | None) -> bytes:
         """The definitions' JSON, once every page is taken (a Meter made with `definitions`)."""
         if self.definitions is None:
             raise ValueError("this meter was made without definitions")
-        return self.definitions.fragment(instructions)
+        return self.definitions.encoded(instructions)
 
     def catalogue(self, result: ProbeResult, read: int = 0, items: dict[str, list[Any]] | None = None) -> Catalogue:
         """The catalogue of `result`'s `read`-th pass, as measured here (`items`: the lists, when held)."""
@@ -517,6 +520,7 @@ def read(spec: TargetSpec, *, timeout: float, max_pages: int | None = None, budg
     """Raises targets.probe.ProbeFailure with one line when the target is unusable. Each of the
     three passes over the lists is bounded by `budget` (the default budget when None; `max_pages`
     replaces its page limit)."""
+    return_big_blocks()  # each pass frees its pages: back to the system, not kept in the heap
     budget = budget if budget is not None else ListBudget()
     # The three passes share their equal items (one parsed copy of an unchanged catalogue, not three).
     budget = ListBudget(max_pages if max_pages is not None else budget.pages, budget.bytes, budget.seconds,

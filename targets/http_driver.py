@@ -33,7 +33,7 @@ from mcp_tempest.targets.connection import (
     is_response_to,
 )
 from mcp_tempest.targets.http_deadline import deadline_connection
-from mcp_tempest.targets.transcript import Transcript
+from mcp_tempest.targets.transcript import Transcript, parse_received
 from mcp_tempest.targets.transports import HTTP
 
 READ_CHUNK: Final = 64 * 1024
@@ -538,7 +538,7 @@ class HttpConnection(Connection):
             self._record("http", raw=raw, **common)
             return True
         try:
-            message = wire.loads(raw)
+            message = parse_received(raw)  # a list page held already is not parsed again
         except wire.DecodeError as exc:
             self._record("http", raw=raw[:NOISE_KEEP_BYTES], note=f"body is not JSON ({media or 'no content-type'}): {exc.reason}", **common)
             return True
@@ -573,7 +573,7 @@ class HttpConnection(Connection):
                     ) if part
                 )
                 try:
-                    message = wire.loads(data)
+                    message = parse_received(data)
                 except wire.DecodeError as exc:
                     why = f"SSE data is not JSON: {exc.reason}"
                     self._record("noise", raw=data[:NOISE_KEEP_BYTES], note="; ".join(p for p in (note, why) if p), **common)

@@ -306,7 +306,7 @@ def fetch_page(conn: Connection, msg: dict[str, Any], *, timeout: float, bytes_l
     result = reply.get("result") if reply is not None else None
     if not isinstance(result, dict):
         return Page(None, failure=describe_reply(reply)), reply
-    size = len(event.raw) if event.raw is not None else len(orjson.dumps(result))
+    size = event.raw_size() if event.held is not None else len(orjson.dumps(result))
     return Page(result, size, release=lambda: conn.transcript.let_go(event)), reply
 
 

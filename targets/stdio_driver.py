@@ -36,7 +36,7 @@ from mcp_tempest.targets.connection import (
 from mcp_tempest.targets.fork_server import ForkOrder, ForkServer, end_process, start_fork_server
 from mcp_tempest.targets.processes import ManagedProcess, SpawnError, spawn
 from mcp_tempest.targets.target_spec import TargetSpec
-from mcp_tempest.targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Transcript
+from mcp_tempest.targets.transcript import ERA_OPEN_NOTE, REUSED_NOTE, Transcript, parse_received
 from mcp_tempest.targets.transports import STDIO
 
 READ_CHUNK: Final = 1024 * 1024
@@ -331,7 +331,7 @@ class StdioConnection(Connection):
 
     def _on_line(self, line: bytes, note: str = "") -> None:
         try:
-            message = wire.parse_line(line)
+            message = parse_received(line, line=True)  # a list page held already is not parsed again
         except wire.DecodeError as exc:
             if self._noise_events >= NOISE_EVENT_CAP or self._noise_bytes >= NOISE_BYTE_CAP:
                 self._noise_dropped += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import threading
 import time
 import weakref
@@ -99,7 +100,8 @@ class SharedItems:
         for key in LIST_KEYS:
             items = result.get(key)
             if isinstance(items, list) and items:
-                digest = content_digest(items)
+                # a page `parse_received` took from one held: its digest is known, not made again
+                digest = self.digest(items) or _recent_digest(key, items) or content_digest(items)
                 if digest is not None:  # None: not writable as JSON (a lone surrogate): left as it is
                     result[key] = self._page(key, items, digest)
                     out.append((key, digest))
@@ -154,20 +156,145 @@ def _recent_page(key: str, digest: bytes) -> list[Any] | None:
     return page if isinstance(page, list) else None
 
 
+def _recent_digest(key: str, items: list[Any]) -> bytes | None:
+    """The digest of `items` when it is a page a live transcript shares (None otherwise)."""
+    for page_key, digest in list(_RECENT_PAGES):
+        if page_key == key and _recent_page(key, digest) is items:
+            return digest
+    return None
+
+
 def remember_pages(event: Event, pages: list[tuple[str, bytes]]) -> None:
-    """Offer `event`'s shared pages to the transcripts that receive the same lists later."""
+    """Offer `event`'s shared pages to the transcripts that receive the same lists later, and its
+    bytes to `parse_received`."""
     for page in pages:
         _RECENT_PAGES.pop(page, None)
         _RECENT_PAGES[page] = weakref.ref(event)
     while len(_RECENT_PAGES) > RECENT_PAGES:
         del _RECENT_PAGES[next(iter(_RECENT_PAGES))]
+    held = event.held
+    if not pages or held is None:
+        return
+    if isinstance(held, Spliced):  # its result's text is the shared part, as parse_received made it
+        text: tuple[int, int] | None = (held.start, held.length)
+    else:
+        span = _result_span(held, event.message)
+        text = (span[0], span[1] + 1 - span[0]) if span is not None else None
+    if text is not None:
+        _RECENT_LINES.append((weakref.ref(event), *text))
+        del _RECENT_LINES[:-RECENT_PAGES]
+
+
+# --- a page received again is not parsed again ---
+
+# The big results of live transcripts, by their bytes: (event, where its result's text starts in
+# the bytes it holds (`_base`), how long it is), the newest last; at most RECENT_PAGES.
+_RECENT_LINES: list[tuple[weakref.ref[Event], int, int]] = []
+# The message `parse_received` last took from a held one in this thread, with its bytes as shared,
+# for `Transcript.add` to hold them so (the driver records the message at once, in this thread).
+_TAKEN = threading.local()
+_RESULT_KEY: Final = re.compile(rb'"result"[ \t\n\r]*:[ \t\n\r]*')
+# Where the result's text stood, in the small document parsed in its place.
+_HOLE: Final = b'"\\u0000mcp-tempest: the result\\u0000"'
+_HOLE_VALUE: Final = "\u0000mcp-tempest: the result\u0000"
+# How far from the end of a message its result's text may end (the members written after it).
+_TAIL: Final = 4096
+
+
+def _envelope(raw: bytes, start: int, end: int) -> Any:
+    """`raw` parsed with its bytes start..end (a result's text) replaced by _HOLE: the message
+    around a result, a few bytes however big the result (None when that is not a message whose
+    "result" is exactly those bytes)."""
+    try:
+        value = wire.loads(raw[:start] + _HOLE + raw[end + 1:])
+    except wire.DecodeError:
+        return None
+    if not isinstance(value, dict) or value.get("result") != _HOLE_VALUE or orjson.dumps(value).count(_HOLE) != 1:
+        return None
+    return value
+
+
+def _result_span(raw: bytes, message: Any) -> tuple[int, int] | None:
+    """Where the text of `message`'s result (an object) starts and ends in `raw`, the bytes it
+    was parsed from: found by parsing the message around it (`_envelope`), never by walking it."""
+    found = _RESULT_KEY.search(raw)
+    if found is None or raw[found.end():found.end() + 1] != b"{" or not isinstance(message, dict):
+        return None
+    start = found.end()
+    end = len(raw)
+    for _ in range(8):  # the last few closing braces: the result's is one of them
+        end = raw.rfind(b"}", max(start, len(raw) - _TAIL), end)
+        if end < 0:
+            return None
+        envelope = _envelope(raw, start, end)
+        if envelope is not None and envelope == {**message, "result": _HOLE_VALUE}:
+            return start, end
+    return None
+
+
+def parse_received(raw: bytes, *, line: bool = False) -> Any:
+    """What a driver received, parsed: `wire.parse_line(raw)` (`line`) or `wire.loads(raw)`.
+
+    Why not just that: a `lists` example asks for the same list three to five times, and each
+    answer was parsed whole (100,000 tools: 9 MB of bytes, about 60 MB parsed) while the earlier
+    one was held, to be shared item by item only then (SharedItems). Here a big message whose
+    result is, byte for byte, the result of one a live transcript holds is parsed around its
+    result only (`_envelope`, a few bytes) and takes that result's values: the message is what
+    parsing it whole makes, and the list is parsed once."""
+    _TAKEN.message = None
+    found = _RESULT_KEY.search(raw) if len(raw) >= SHARE_BYTES and _RECENT_LINES else None
+    if found is not None:
+        at = found.end()
+        for ref, start, length in list(_RECENT_LINES):
+            held = ref()
+            message = held.message if held is not None else None
+            base = _base(held) if held is not None else None
+            if base is None or not isinstance(message, dict) or not isinstance(message.get("result"), dict) \
+                    or abs(len(raw) - held.raw_size()) > _TAIL or not raw.startswith(memoryview(base)[start:start + length], at):
+                continue
+            envelope = _envelope(raw, at, at + length - 1)
+            if envelope is not None:
+                envelope["result"] = dict(message["result"])
+                _TAKEN.message, _TAKEN.raw = envelope, Spliced(raw[:at], base, start, length, raw[at + length:])
+                return envelope
+    return wire.parse_line(raw) if line else wire.loads(raw)
+
+
+def _base(event: Event) -> bytes | None:
+    """The bytes an event's raw is held in: its own, or those it shares."""
+    held = event.held
+    return held.base if isinstance(held, Spliced) else held
+
+
+def _taken(message: Any, raw: Any) -> Any:
+    """`raw` as `Transcript.add` holds it: shared (Spliced) when parse_received took `message`."""
+    if getattr(_TAKEN, "message", None) is message and len(_TAKEN.raw) == len(raw):
+        raw = _TAKEN.raw
+    _TAKEN.message = None
+    _TAKEN.raw = None
+    return raw
+
+
+#: Items of a list written at a time for its digest: the list is never written whole (a page of
+#: 100,000 tools is 9 MB of JSON, and orjson reserves far more than that while it writes).
+DIGEST_ITEMS: Final = 1024
 
 
 def content_digest(value: Any) -> bytes | None:
     """A digest of `value` written as JSON in its own key order (None when orjson cannot write it):
-    equal digests, equal JSON."""
+    equal digests, equal JSON. A list is written DIGEST_ITEMS items at a time, the same bytes."""
+    digest = hashlib.blake2b(digest_size=16)
     try:
-        return hashlib.blake2b(orjson.dumps(value), digest_size=16).digest()
+        if not isinstance(value, list) or len(value) <= DIGEST_ITEMS:
+            digest.update(orjson.dumps(value))
+            return digest.digest()
+        digest.update(b"[")
+        for at in range(0, len(value), DIGEST_ITEMS):
+            part = orjson.dumps(value[at:at + DIGEST_ITEMS])
+            digest.update(b"," if at else b"")
+            digest.update(memoryview(part)[1:-1])
+        digest.update(b"]")
+        return digest.digest()
     except orjson.JSONEncodeError:
         return None
 
@@ -206,30 +333,79 @@ EventKind = Literal[
 ]
 
 
-@dataclass(slots=True, weakref_slot=True)
+class Spliced:
+    """The bytes of a received message that repeat an earlier message's but for its envelope (the
+    same list page answered again, under another id): the earlier bytes are shared, only the
+    envelope around them is held (`parse_received`). A `lists` example receives one page three to
+    five times; 9 to 15 MB each, held whole, they were most of what the example held."""
+
+    __slots__ = ("base", "length", "prefix", "start", "suffix")
+
+    def __init__(self, prefix: bytes, base: bytes, start: int, length: int, suffix: bytes) -> None:
+        self.prefix, self.base, self.start, self.length, self.suffix = prefix, base, start, length, suffix
+
+    def __bytes__(self) -> bytes:
+        return b"".join((self.prefix, memoryview(self.base)[self.start:self.start + self.length], self.suffix))
+
+    def __len__(self) -> int:
+        return len(self.prefix) + self.length + len(self.suffix)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Spliced | bytes):
+            return bytes(self) == bytes(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled as the bytes it stands for
+        return (bytes, (bytes(self),))
+
+
+@dataclass(slots=True, weakref_slot=True, init=False)
 class Event:
     kind: EventKind
     t: float
     proc: int = 0
     message: Any = None
-    raw: bytes | None = None
+    held: bytes | Spliced | None = field(default=None, repr=False)  # `raw` as held (see Spliced)
     status: int | None = None
     headers: dict[str, str] | None = None
     note: str = ""
     ref: int | None = None  # HTTP: the `send` this response answers; `timeout` (both): the send awaited
 
+    def __init__(self, kind: EventKind, t: float, proc: int = 0, message: Any = None,
+                 raw: bytes | Spliced | None = None, status: int | None = None,
+                 headers: dict[str, str] | None = None, note: str = "", ref: int | None = None) -> None:
+        self.kind, self.t, self.proc, self.message, self.held = kind, t, proc, message, raw
+        self.status, self.headers, self.note, self.ref = status, headers, note, ref
+
+    @property
+    def raw(self) -> bytes | None:
+        """The exact bytes of the frame (a received one shared with an earlier one: made again)."""
+        held = self.held
+        return bytes(held) if isinstance(held, Spliced) else held
+
+    @raw.setter
+    def raw(self, value: bytes | Spliced | None) -> None:
+        self.held = value
+
+    def raw_size(self) -> int:
+        """len(raw), without making a shared one again."""
+        return len(self.held) if self.held is not None else 0
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "t": round(self.t, 6), "proc": self.proc}
-        made = frame_recipe.dump_bytes(self.raw, self.message, "message") if self.kind == "send" else None
+        raw = self.raw
+        made = frame_recipe.dump_bytes(raw, self.message, "message") if self.kind == "send" else None
         if made is not None:  # a generated huge frame: how to make it, not its 11 MiB twice
             out.update(made)
         elif self.message is not None and not self.raw_only():
             out["message"] = self.message
-        if self.raw is not None and made is None:
+        if raw is not None and made is None:
             try:
-                out["raw"] = self.raw.decode("utf-8")
+                out["raw"] = raw.decode("utf-8")
             except UnicodeDecodeError:
-                out["raw_b64"] = base64.b64encode(self.raw).decode("ascii")
+                out["raw_b64"] = base64.b64encode(raw).decode("ascii")
         for name in ("status", "headers", "ref"):
             value = getattr(self, name)
             if value is not None:
@@ -240,7 +416,7 @@ class Event:
 
     def raw_only(self) -> bool:
         """Whether `to_json` stores this event's message as its bytes alone (see RAW_ONLY_BYTES)."""
-        return self.kind == "recv" and self.raw is not None and len(self.raw) > RAW_ONLY_BYTES
+        return self.kind == "recv" and self.raw_size() > RAW_ONLY_BYTES
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:
@@ -295,6 +471,7 @@ class Transcript:
         raw = fields.get("raw")
         if kind == "recv" and raw is not None and len(raw) >= SHARE_BYTES and isinstance(message, dict) \
                 and "result" in message:
+            fields["raw"] = _taken(message, raw)
             with _ADD_LOCK:  # the registries are shared, and drivers record from several threads
                 pages = self.shared.received(message)
                 self.events.append(Event(kind, time.monotonic() - self.started, **fields))
@@ -321,7 +498,7 @@ class Transcript:
         has no message. For a transcript that is written but not judged: the campaign's era probe,
         whose list pages are measured as they arrive (targets/list_reader.py `take`), so that it
         holds one parsed page at a time, not the whole list."""
-        if event.kind != "recv" or event.raw is None or event.message is None:
+        if event.kind != "recv" or event.held is None or event.message is None:
             return
         with _ADD_LOCK:
             self.shared.forget(event.message)

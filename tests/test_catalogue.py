@@ -266,8 +266,16 @@ def test_every_fuzz_report_has_the_catalogue_from_the_campaigns_own_probe(tmp_pa
 def test_a_long_list_is_counted_in_pieces_that_are_the_whole_text() -> None:
     """Tools as one list: counted exactly as one string up to LIST_CHUNK_CHARS; a longer list in
     pieces cut between items (the ids of a 10 MB list were over 100 MB of the harness)."""
-    from mcp_tempest.fuzz.catalogue import LIST_CHUNK_CHARS, _chunks, _definition_json, measure_list
+    from mcp_tempest.fuzz.catalogue import LIST_CHUNK_CHARS, ListCount, _definition_json, measure_list
     from mcp_tempest.fuzz.token_count import count_tokens
+
+    def _chunks(parts: list[str]) -> list[str]:  # the pieces a ListCount counts, in order
+        pieces: list[str] = []
+        count = ListCount(lambda piece: pieces.append(piece) or 0)
+        for part in parts:
+            count.add(part)
+        count.cost("tools")
+        return pieces
 
     small = [{"name": f"t{i}", "description": f"Tool number {i}."} for i in range(13)]
     whole = "[" + ", ".join(_definition_json("tools", t) for t in small) + "]"

@@ -5,7 +5,7 @@ serves the `$ref` shapes given in a file): every property runs on a message deep
 reads (cut when received, never taken for noise), each tool schema deeper than MAX_SCHEMA_DEPTH
 is cut, counted and reported (summary note, findings.json `bounded`), never a traceback; a list longer than MAX_ITEMS is sampled by the seed and reported "N of M"; a finding
 whose evidence cannot be written whole is kept with the reason. The issue's full size (100,000
-tools, under 300 MB) runs under `-m nightly`.
+tools, and 150,000 tiny ones, under 300 MB) runs under `-m nightly`.
 """
 
 from __future__ import annotations
@@ -235,21 +235,36 @@ def test_a_repro_that_cannot_be_written_keeps_the_finding_and_the_campaign(tmp_p
 # --- the issue's full size ---
 
 
-@pytest.mark.nightly
-def test_one_hundred_thousand_tools_fuzz_under_300_mb(tmp_path: Path) -> None:
-    """The issue's case: `fuzz --max-examples 10` was 763 MB and not finished after 300 s. Run on
-    `valid,lists`, the properties that receive the 9 MB list in every example (three to five times
-    in a lists example; was 629 MB): with the default ones the ten examples all went to framing."""
+def fuzz_measured(tmp_path: Path, tools: int) -> float:
+    """`fuzz --max-examples 10` on `valid,lists` against `tools` tools in one page: its peak MB,
+    after checking it ran (no traceback, both properties, the list sampled and said so)."""
     out = tmp_path / "out"
     argv = [PYTHON, "-m", "mcp_tempest.fuzz.cli", "fuzz", "--target",
-            "stdio:" + shlex.join([PYTHON, str(HOSTILE / "hostile_list.py"), "--tools", "100000"]),
+            "stdio:" + shlex.join([PYTHON, str(HOSTILE / "hostile_list.py"), "--tools", str(tools)]),
             "--max-examples", "10", "--seed", "1", "--out", str(out), "--progress", "never", "--no-coverage",
             "--properties", "valid,lists"]
     status, stdout, stderr, seconds, peak_mb = run_measured(argv, timeout=600)
-    print(f"100,000 tools, fuzz --max-examples 10: peak {peak_mb:.0f} MB, {seconds:.1f} s, exit {status}",
+    print(f"{tools:,} tools, fuzz --max-examples 10: peak {peak_mb:.0f} MB, {seconds:.1f} s, exit {status}",
           file=sys.stderr)
     assert "Traceback" not in stderr and status in (0, 1), stderr[-3000:]
-    assert f"tools: {MAX_SURFACE_ITEMS} of 100000 listed tools exercised" in stdout
+    assert f"tools: {MAX_SURFACE_ITEMS} of {tools} listed tools exercised" in stdout
     for prop in ("valid", "lists"):
         assert re.search(rf"{prop}\[stdio\]\s+[1-9]\d* examples", stdout), stdout[-3000:]
-    assert peak_mb < 300
+    return peak_mb
+
+
+@pytest.mark.nightly
+def test_one_hundred_thousand_tools_fuzz_under_300_mb(tmp_path: Path) -> None:
+    """The issue's case: `fuzz --max-examples 10` was 763 MB and not finished after 300 s. Run on
+    `valid,lists`, the properties that receive the 9 MB list in every example (three to six times
+    in a lists example; was 629 MB, then about 400): with the default ones the ten examples all
+    went to framing. Measured since the list is parsed once (about 290 MB here)."""
+    assert fuzz_measured(tmp_path, 100_000) < 300
+
+
+@pytest.mark.nightly
+@pytest.mark.xfail(strict=True, reason="about 360 MB: each `lists` example's evidence holds the 12.8 MB page's text "
+                   "once per time it was received (six), beside the parsed page, before the store compares its size")
+def test_one_hundred_fifty_thousand_tiny_tools_fuzz_under_300_mb(tmp_path: Path) -> None:
+    """150,000 tiny tools in one 12.8 MB page (about 93 MB parsed): was 500 to 530 MB."""
+    assert fuzz_measured(tmp_path, 150_000) < 300
