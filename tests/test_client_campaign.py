@@ -55,9 +55,9 @@ def test_a_hostile_case_is_survived_and_read_right_by_the_reference_client() -> 
     case = ClientCase(plays={
         "tools/call": [Play("result", result=ir, before=["stdout-noise", "frame-split", "response-null-id",
                                                           "response-unknown-id", "server-request"], duplicate=True)],
-        # Held 1 s: the reuse-id mutant's second request (its own thread, its own connection) must be
-    # sent while this one is in flight; 0.2 s was once too short on a loaded CI machine.
-    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=1.0)],
+        # Held until the client's next frame (10 s at most): the reuse-id mutant's second request
+        # must be seen while this one is in flight; fixed 0.2 s and 1 s holds were too short under load.
+    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=10.0)],
         "prompts/get": [Play("error", code=-32022, message="x", data={"supported": ["2026-07-28"]})],
         "resources/read": [Play("result", result={"resultType": "partial", "contents": []},
                                 probe="result-unknown-resulttype")],
@@ -165,9 +165,11 @@ _HTTP_CASE = ClientCase(plays={
         {"name": "héllo", "inputSchema": {"type": "object"}}]})],  # Mcp-Name must go base64 (HDR-06)
     "tools/call": [Play("result", sse=True, result={
         "resultType": "input_required", "inputRequests": {"a": {"method": "roots/list"}}, "requestState": "zz"})],
-    # Held 1 s: the reuse-id mutant's second request (its own thread, its own connection) must be
-    # sent while this one is in flight; 0.2 s was once too short on a loaded CI machine.
-    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=1.0)],
+    # The pair the client sends together (each on its own thread and connection, in either order)
+    # is held until both are in flight (10 s at most), so the reuse-id mutant's shared id is seen
+    # twice in flight; fixed 0.2 s and 1 s holds on one of them were too short under load.
+    "resources/list": [Play("result", result={"resources": []}, probe="result-missing-resulttype", hold=10.0)],
+    "prompts/list": [Play("result", result={"resultType": "complete", "prompts": []}, hold=10.0)],
     "prompts/get": [Play("error", code=-32022, message="x", data={"supported": ["2026-07-28"]})],
 })
 

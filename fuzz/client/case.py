@@ -73,8 +73,9 @@ class Play:
     probe: the PROBES name this play exercises, None for an ordinary valid answer.
     before: hostile frames (BEFORE_KINDS) written ahead of the answer; duplicate: answer twice.
     sse: over HTTP, answer on an SSE stream instead of a JSON body.
-    hold: seconds the answer is kept back; on stdio it goes out after the client's next frame has
-      been answered (or when the time is up), so two requests sent together are answered in
+    hold: seconds the answer is kept back at most; on stdio it goes out after the client's next
+      frame has been answered, over HTTP once the client's next request has arrived (or when the
+      time is up), so two requests sent together are answered in
       reverse order and both are seen in flight at once (RPC-05).
     """
 

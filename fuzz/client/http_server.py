@@ -50,6 +50,8 @@ class Served:
     seq: int = 0
     recording: Recording = field(default_factory=Recording)  # the stub's caps: the same budget as over stdio
     recorded: set[int] = field(default_factory=set)  # client frames recorded: their answers are too
+    frames_in: int = 0  # client bodies received so far, recorded or not: what releases a held answer
+    answering: int = 0  # requests received whose answer is not sent yet (one event loop: no lock)
 
     def add(self, kind: str, **fields: Any) -> int:
         """Record an event within the caps (see `stub._Log.add`); its sequence number either way."""
@@ -62,6 +64,7 @@ class Served:
             headers = fields.get("headers") or {}
             size = len(fields.get("raw") or b"") + sum(len(k) + len(v) for k, v in headers.items())
             if kind in ("recv", "noise", "oversize"):
+                self.frames_in += 1
                 admitted = self.recording.frame(kind, size, sent)
                 if isinstance(admitted, str):
                     self.events.append((Event("error", time.monotonic(), proc=1, note=admitted), self.seq))
@@ -214,6 +217,22 @@ async def _connection(stream: ByteStream, script: ScriptedServer, served: Served
             return
 
 
+async def _held(served: Served, seconds: float) -> None:
+    """Keep an answer back until the client has another request in flight, or `seconds` pass.
+
+    Another request is in flight when one arrives after this one, or was already waiting for its
+    answer when this one came. A fixed sleep was a race: a client's two requests sent together
+    (each on its own thread and connection) can arrive in either order and far apart on a loaded
+    machine, and then RPC-05's two-in-flight case went unseen.
+    """
+    if served.answering > 1:
+        return
+    seen = served.frames_in
+    deadline = time.monotonic() + seconds
+    while served.frames_in == seen and time.monotonic() < deadline:
+        await anyio.sleep(0.005)
+
+
 async def _answer(stream: ByteStream, method: str, target: str, headers: dict[str, str], body: bytes,
                   script: ScriptedServer, served: Served) -> None:
     def recorded(status: int, sent: dict[str, str], raw: bytes, ref: int | None) -> None:
@@ -234,8 +253,16 @@ async def _answer(stream: ByteStream, method: str, target: str, headers: dict[st
     if not outs:
         recorded(202, await _send(stream, 202, b"", None), b"", ref)
         return
+    served.answering += 1
+    try:
+        await _reply(stream, outs, ref, served)
+    finally:
+        served.answering -= 1
+
+
+async def _reply(stream: ByteStream, outs: list[Outgoing], ref: int, served: Served) -> None:
     if outs[0].hold > 0:
-        await anyio.sleep(outs[0].hold)  # the client may send more while this one is in flight
+        await _held(served, outs[0].hold)
     if outs[0].sse:
         chunks = b"".join(b"data: " + o.raw.replace(b"\n", b"\ndata: ") + b"\n\n" for o in outs)
         sent = await _send(stream, 200, chunks, "text/event-stream")
