@@ -255,6 +255,7 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     line."""
     from mcp_tempest.fuzz.catalogue import Meter, Reading, pagination_evidence
     from mcp_tempest.targets.heap import return_big_blocks
+    from mcp_tempest.targets.list_reader import ListBudget
     from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
     return_big_blocks()  # a target's list pages, 9 MB each, are freed again and again from here on
@@ -264,7 +265,7 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     meter = Meter()
     try:
         result = probe(spec, timeout=max(timeout, 5.0), lists=CATALOGUE_LISTS, transcript=transcript,
-                       take=meter.take)
+                       take=meter.take, budget=ListBudget(options=False))  # fuzz has no list-budget options
     except ProbeFailure as exc:
         raise UnusableTarget(f"{spec.text}: {exc}") from None
     # A list whose cursor loops is a finding of the catalogue's own, seen here first (and only
@@ -636,6 +637,7 @@ class _QueueSink:
         self.out_q = out_q
 
     def record(self, ev: Evidence) -> bool:
+        ev.materialize()  # the main process's store decides what it keeps
         self.out_q.put(("evidence", asdict(ev)))
         return True
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any, Final
 
 import orjson
@@ -523,8 +523,7 @@ def read(spec: TargetSpec, *, timeout: float, max_pages: int | None = None, budg
     return_big_blocks()  # each pass frees its pages: back to the system, not kept in the heap
     budget = budget if budget is not None else ListBudget()
     # The three passes share their equal items (one parsed copy of an unchanged catalogue, not three).
-    budget = ListBudget(max_pages if max_pages is not None else budget.pages, budget.bytes, budget.seconds,
-                        shared=SharedItems())
+    budget = replace(budget, pages=max_pages if max_pages is not None else budget.pages, shared=SharedItems())
     transcript = spec.new_transcript()
     first = probe(spec, timeout=timeout, budget=budget, check_dual=False, transcript=transcript,
                   lists=CATALOGUE_LISTS, reads=2 if drift else 1)

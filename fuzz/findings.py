@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -76,6 +76,24 @@ class Evidence:
     probe_rule: str | None = None
     reaction: str = ""  # the server's reaction, worded without the probe (Violation.reaction)
     _size: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
+    # The live transcript `transcript` is made from when the store keeps this evidence (see
+    # `of_transcript`); None once made, or for evidence given as JSON.
+    source: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of_transcript(cls, transcript: Any, **fields: Any) -> Evidence:
+        """Evidence whose transcript JSON is made only if the store keeps it (`materialize`).
+
+        Why: most failing examples repeat a finding already filed with a smaller reproduction, and
+        the JSON of a transcript that received a 12 MB list page six times is six decoded copies
+        of it; the store sizes the transcript an event at a time and drops what it does not keep."""
+        return cls(transcript={}, source=transcript, **fields)
+
+    def materialize(self) -> None:
+        """Make `transcript` from the live one (a no-op when it is made already)."""
+        if self.source is not None:
+            self.transcript = self.source.to_json()
+            self.source = None
 
     def member_key(self) -> tuple[str, str, str, str]:
         """Where the bug was seen: one row of a finding's per-method detail."""
@@ -101,9 +119,14 @@ class Evidence:
         sent, then bytes. Measured once (the store compares the kept evidence with every new one,
         and a transcript that received a 9 MB list five times is 45 MB encoded)."""
         if self._size is None:
-            events = self.transcript.get("events", [])
-            sent = sum(1 for e in events if e.get("kind") == "send")
-            self._size = (0 if self.confirmed else 1), sent, encoded_size(self.transcript)
+            if self.source is not None:
+                sent = sum(1 for e in self.source.events if e.kind == "send")
+                size = transcript_size(self.source)
+            else:
+                events = self.transcript.get("events", [])
+                sent = sum(1 for e in events if e.get("kind") == "send")
+                size = encoded_size(self.transcript)
+            self._size = (0 if self.confirmed else 1), sent, size
         return self._size
 
 
@@ -322,12 +345,49 @@ def encode_document(doc: Any, *, indent: bool = True) -> tuple[bytes, str]:
 
 def encoded_size(transcript: dict[str, Any]) -> int:
     """The length of `transcript` as `encode_document(transcript, indent=False)` writes it, counted
-    an event at a time: never the whole document in memory at once, only its biggest event."""
+    an event at a time, and a big raw text counted where it lies: never the document in memory,
+    nor an encoded copy of a 12 MB page (the store sizes every failing example's evidence, and
+    those copies were the campaign's peak on a 150,000-tool list)."""
     events = transcript.get("events")
     if not isinstance(events, list):
         return len(encode_document(transcript, indent=False)[0])
     total = len(encode_document({**transcript, "events": []}, indent=False)[0]) + max(len(events) - 1, 0)
-    return total + sum(len(encode_document(e, indent=False)[0]) for e in events)
+    return total + sum(_event_size(e) for e in events)
+
+
+def transcript_size(transcript: Any) -> int:
+    """`encoded_size(transcript.to_json())` of a live targets.transcript.Transcript, made an event's
+    JSON at a time: what an event writes is decoded once, counted, and let go."""
+    head = {**transcript.to_json(events=False), "events": []}
+    events = transcript.events
+    total = len(encode_document(head, indent=False)[0]) + max(len(events) - 1, 0)
+    return total + sum(_event_size(e.to_json()) for e in events)
+
+
+#: A raw text at least this long is counted in place (`json_string_size`), not encoded.
+COUNTED_TEXT: Final = 1 << 16
+_SHORT_ESCAPES: Final = ('"', "\\", "\b", "\t", "\n", "\f", "\r")  # written as two characters
+_LONG_ESCAPES: Final = re.compile("[\x00-\x07\x0b\x0e-\x1f]")  # written as \u00XX, six
+
+
+def json_string_size(text: str) -> int:
+    """len(orjson.dumps(text)); raises UnicodeEncodeError where orjson refuses it (a lone surrogate)."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    size += 2 + sum(text.count(c) for c in _SHORT_ESCAPES)
+    return size + 5 * len(_LONG_ESCAPES.findall(text))
+
+
+def _event_size(event: Any) -> int:
+    raw = event.get("raw") if isinstance(event, dict) else None
+    if isinstance(raw, str) and len(raw) >= COUNTED_TEXT:
+        rest = {k: v for k, v in event.items() if k != "raw"}
+        try:
+            text = json_string_size(raw)
+        except UnicodeEncodeError:
+            pass
+        else:  # `{...,"raw":"..."}`: the rest, the key, the text, and a comma when the rest is not empty
+            return len(encode_document(rest, indent=False)[0]) + len('"raw":') + text + (1 if rest else 0)
+    return len(encode_document(event, indent=False)[0])
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -463,11 +523,15 @@ class FindingStore:
         The evidence replaces the stored one when it is smaller, which is how Hypothesis'
         shrinking reaches the file: every accepted shrink step is a smaller failing execution.
         """
-        cut_note = bound_evidence(ev)
         key = ev.group_key()
         with self._lock:
             found = self._findings.get(key)
             is_new = found is None
+            if is_new or self._takes(found, ev):  # type: ignore[arg-type]
+                ev.materialize()
+            else:
+                ev.source = None  # counted, not kept: its transcript is never made
+            cut_note = bound_evidence(ev)
             if found is None:
                 fid = finding_id(*key)
                 found = Finding(
@@ -506,6 +570,15 @@ class FindingStore:
                 self._record_probe(found, ev)
             self._write_index_locked()
             return found, is_new
+
+    @staticmethod
+    def _takes(found: Finding, ev: Evidence) -> bool:
+        """Whether `record` keeps `ev` as the finding's evidence or as its probe's (the same tests
+        as there: no larger than the one kept)."""
+        if ev.size() <= found.evidence.size():
+            return True
+        rec = found.probes.get(ev.probe_name or "") if ev.probe_name else None
+        return bool(ev.probe_name) and (rec is None or ev.size() <= rec.evidence.size())
 
     def _record_probe(self, found: Finding, ev: Evidence) -> None:
         name = ev.probe_name or ""

@@ -50,7 +50,7 @@ DEFAULT_MIX = "tools/list=2,tools/call=3,resources/read=2,prompts/get=1,mrtr=4"
 MAX_LIST_PAGES = 10
 # What one user's discovery may hold of list pages: every user of a run discovers (closed model),
 # so this is per user; the tools a mix needs fit many times over.
-LIST_BUDGET = ListBudget(pages=MAX_LIST_PAGES, bytes=4 * MIB, seconds=30.0)
+LIST_BUDGET = ListBudget(pages=MAX_LIST_PAGES, bytes=4 * MIB, seconds=30.0, options=False)
 
 _ids = itertools.count(1)
 _TEMPLATE_VAR = re.compile(r"\{([A-Za-z0-9_]+)\}")

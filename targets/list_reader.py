@@ -58,6 +58,14 @@ class ListBudget:
     bytes: int = DEFAULT_LIST_MIB * MIB
     seconds: float = DEFAULT_LIST_SECONDS
     shared: SharedItems | None = field(default=None, compare=False)
+    # whether the command reading the lists offers the options that raise this budget (catalogue,
+    # probe): a note names an option only where the user can pass it
+    options: bool = True
+
+    def raises(self, option: str, before: str = "") -> str:
+        """The parenthesis a cut's reason ends with: what was spent, and the option that raises it."""
+        said = [part for part in (before, f"{option} raises it" if self.options else "") if part]
+        return f" ({'; '.join(said)})" if said else ""
 
     def spend(self) -> Spend:
         return Spend(self)
@@ -206,25 +214,24 @@ def read_list(fetch: Fetch, name: str, method: str, key: str, budget: ListBudget
 
 def _exhausted(read: ListRead, budget: ListBudget, spend: Spend) -> str:
     if read.pages >= budget.pages:
-        return f"nextCursor never ended after {read.pages:,} pages (the limit; --max-pages raises it)"
+        return f"nextCursor never ended after {read.pages:,} pages{budget.raises('--max-pages', 'the limit')}"
     if spend.seconds_left() <= 0:
-        return f"the {budget.seconds:g} s time budget for reading lists ran out (--list-seconds raises it)"
+        return f"the {budget.seconds:g} s time budget for reading lists ran out{budget.raises('--list-seconds')}"
     if spend.bytes_left() <= 0:
-        return (f"the {_size(budget.bytes)} byte budget for list pages was spent "
-                "(--max-list-mib raises it)")
+        return f"the {_size(budget.bytes)} byte budget for list pages was spent{budget.raises('--max-list-mib')}"
     return ""
 
 
 def _why_not(page: Page, result: Any, budget: ListBudget, spend: Spend) -> str:
     if page.over_cap is not None:
         if page.over_cap < DEFAULT_LINE_CAP:  # the cap was lowered to what was left of the budget
-            return (f"would pass the {_size(budget.bytes)} byte budget for list pages "
-                    f"({_size(spend.bytes)} spent; --max-list-mib raises it)")
+            return (f"would pass the {_size(budget.bytes)} byte budget for list pages"
+                    f"{budget.raises('--max-list-mib', f'{_size(spend.bytes)} spent')}")
         return f"is over {_size(page.over_cap)}, the frame cap ({page.failure})"
     if page.failure:
         if spend.seconds_left() <= 0:
-            return (f"got no answer before the {budget.seconds:g} s time budget for reading lists ran out "
-                    "(--list-seconds raises it)")
+            return (f"got no answer before the {budget.seconds:g} s time budget for reading lists ran out"
+                    f"{budget.raises('--list-seconds')}")
         return f"failed: {page.failure}"
     return "failed: malformed result" if result is not None else "failed: no result"
 

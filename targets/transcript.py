@@ -540,11 +540,12 @@ class Transcript:
             and _same_id(e.message["id"], want)
         ]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, events: bool = True) -> dict[str, Any]:
+        """The transcript as JSON; without `events`, the rest of it (its events sized one at a time)."""
         return {
             "target": self.target,
             "transport": self.transport,
-            "events": [e.to_json() for e in self.events],
+            **({"events": [e.to_json() for e in self.events]} if events else {}),
             **({"notifications_dropped": self.dropped} if self.dropped else {}),
         }
 

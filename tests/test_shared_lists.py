@@ -19,7 +19,14 @@ import orjson
 import pytest
 from fuzz_support import PYTHON
 
-from mcp_tempest.fuzz.findings import Evidence, FindingStore, encode_document, load_repro
+from mcp_tempest.fuzz.findings import (
+    COUNTED_TEXT,
+    Evidence,
+    FindingStore,
+    encode_document,
+    encoded_size,
+    load_repro,
+)
 from mcp_tempest.fuzz.oracle import list_facts
 from mcp_tempest.fuzz.oracle.registry import judge
 from mcp_tempest.fuzz.properties.compare import Listed, list_diff, same_items_in_any_split
@@ -157,6 +164,43 @@ def test_listed_pages_compare_by_content_and_split() -> None:
 
 
 # --- findings and reports ---
+
+
+@pytest.mark.parametrize("text", [
+    "x" * COUNTED_TEXT,
+    '{"a":"q\\"uote \\\\ back"}\n' * 4000,  # quotes and backslashes escaped, the newline too
+    "".join(chr(i) for i in range(32)) * 3000,  # every control character, short and long escapes
+    "é\u2028\U0001f600 ascii" * 8000,  # multi-byte UTF-8, written as is
+])
+def test_a_big_raw_text_is_sized_in_place_exactly_as_it_is_written(text: str) -> None:
+    """The store sizes every failing example's evidence: a 12 MB page is counted where it lies,
+    never encoded a second time, and the count is what the repro file will hold."""
+    doc = {"target": "t", "events": [{"kind": "recv", "t": 0.5, "proc": 0, "raw": text, "note": "n"},
+                                     {"kind": "send", "t": 0.1, "proc": 0, "raw": "{}"}]}
+    assert len(text) >= COUNTED_TEXT
+    assert encoded_size(doc) == len(encode_document(doc, indent=False)[0])
+
+
+def test_evidence_the_store_does_not_keep_is_sized_from_the_live_transcript_and_never_made(tmp_path: Path) -> None:
+    """Most failing examples repeat a finding filed with a smaller reproduction: their transcript
+    JSON (a decoded copy of every big page) is never made, and the size that decides it is the
+    one the JSON would have."""
+    tools = [tool(i) for i in range(40_000)]
+    fields = {"rule": "CACHE-01", "strength": "MUST", "title": "t", "method": "tools/list", "transport": "stdio",
+              "mutation": None, "property": "lists", "case": {"steps": []}}
+    store = FindingStore(tmp_path, target="t", seed=1)
+    small, big = list_transcript(tools, copies=1), list_transcript(tools, copies=3)
+    first = Evidence.of_transcript(small, **fields)
+    assert first.size()[2] == len(encode_document(small.to_json(), indent=False)[0])
+    found, _ = store.record(first)
+    assert first.source is None and len(first.transcript["events"]) == 3  # kept: made
+    larger = Evidence.of_transcript(big, **fields)
+    store.record(larger)
+    assert larger.transcript == {} and larger.source is None and found.evidence is first and found.count == 2
+    again = Evidence.of_transcript(list_transcript(tools, copies=1), **fields)
+    store.record(again)  # no larger: kept, made, and its repro written
+    assert found.evidence is again and len(again.transcript["events"]) == 3
+    assert load_repro(tmp_path / found.repro)["transcript"] == again.transcript
 
 
 def test_a_big_received_message_is_an_excerpt_in_the_report_and_whole_in_the_repro(tmp_path: Path) -> None:

@@ -218,9 +218,10 @@ def evidence_for(
     confirmed: bool = True,
 ) -> Evidence:
     method, mutation = locate(run, v)
-    return Evidence(
+    return Evidence.of_transcript(
+        run.transcript,
         rule=v.rule, strength=v.strength, title=v.title, method=method, transport=transport,
-        mutation=mutation, property=prop.name, case=run.case.to_json(), transcript=run.transcript.to_json(),
+        mutation=mutation, property=prop.name, case=run.case.to_json(),
         violations=[violation_json(x) for x in violations], reproduce_blob=blob,
         hypothesis_version=hypothesis_version, note=note, target=run.transcript.target, confirmed=confirmed,
         probe=v.probe, probe_rule=v.probe_rule, reaction=v.reaction,

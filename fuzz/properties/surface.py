@@ -95,6 +95,10 @@ class Surface:
     listed: dict[str, int] = field(default_factory=dict)
     # strategies.json_bounds.DepthCut as JSON: each tool schema cut at MAX_SCHEMA_DEPTH
     cuts: list[dict[str, Any]] = field(default_factory=list)
+    # tools/list as the surface read it: its pages (0: not read here), and why it stopped before
+    # the last page ("" when it ended): a probe that lists the tools again reads no further
+    tool_pages: int = 0
+    tools_cut: str = ""
 
     @property
     def sources(self) -> ValueSources:
@@ -165,7 +169,7 @@ def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeo
             surface.capabilities = result["capabilities"]
         if isinstance(result.get("supportedVersions"), list):
             surface.versions = [v for v in result["supportedVersions"] if isinstance(v, str)] or [version]
-    list_budget = ListBudget(pages=MAX_PAGES)
+    list_budget = ListBudget(pages=MAX_PAGES, options=False)  # fuzz has no list-budget options
     list_spend = list_budget.spend()
     for method, key, into in (
         ("tools/list", "tools", surface.tools),
@@ -180,6 +184,8 @@ def learn_surface(conn: Connection, *, version: str = wire.MODERN_VERSION, timeo
                 ids(), m, {"cursor": cursor} if cursor is not None else None, capabilities={}, version=version),
             key, method, key, timeout=timeout, budget=list_budget, spend=list_spend)
         into.extend(x for x in read.items if isinstance(x, dict))
+        if method == "tools/list":
+            surface.tool_pages, surface.tools_cut = read.pages, read.cut or read.failed
         offered = _LIST_CAPABILITY[method] in surface.capabilities
         if read.cut or (read.failed and offered):
             surface.notes.append(visible(read.describe()))

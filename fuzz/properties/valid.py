@@ -112,12 +112,20 @@ class AfterList:
 
 
 def _pages(surface: Surface) -> int:
-    """Enough tools/list steps to reach the last page: at most one per tool, plus an empty last page."""
+    """Enough tools/list steps to reach the last page: the pages the surface read (a page past
+    the last is skipped), or at most one per tool plus an empty last page when it read none. A
+    list the surface's budget cut short (an endless nextCursor) is read no further than it was,
+    so that one example never receives more of it than the surface did."""
+    if surface.tool_pages:
+        return max(1, min(MAX_PAGES, surface.tool_pages + (0 if surface.tools_cut else 1)))
     return max(1, min(MAX_PAGES, len(surface.tools) + len(surface.withheld_tools) + 1))
 
 
-def unknown_tool(surface: Surface) -> AfterList:
-    """A call of a tool the target does not list (DIGEST TOOL-09: a JSON-RPC error, not a result)."""
+def unknown_tool(surface: Surface) -> AfterList | None:
+    """A call of a tool the target does not list (DIGEST TOOL-09: a JSON-RPC error, not a result).
+    None when the tools list was cut short: TOOL-09 judges only after a complete listing."""
+    if surface.tools_cut:
+        return None
     known = {t.get("name") for t in surface.tools} | set(surface.withheld_tools)
     name = UNKNOWN_TOOL_NAME
     while name in known:
@@ -139,6 +147,15 @@ def tools_after_list(surface: Surface) -> AfterList | None:
         if isinstance(name, str) and name not in triggers and args is not None:
             calls.append(Call("tools/call", {"name": name, "arguments": args}, input_schema=tool.get("inputSchema")))
     return AfterList(_pages(surface), tuple(calls[:MAX_PROBED_TOOLS])) if calls else None
+
+
+def _not_listed_why(surface: Surface, rule: str, tools: bool) -> str:
+    """Why a tool-call probe was not built (the report's "not tried")."""
+    if not tools:
+        return "the target offers no tools"
+    if rule == UNKNOWN_TOOL_PROBE[1] and surface.tools_cut:
+        return f"tools/list was cut short ({surface.tools_cut}): TOOL-09 judges a call only after a complete listing"
+    return "no listed tool has arguments the harness can make"
 
 
 LISTEN_PROBE = ("listen-then-cancel", "SUB-03")
@@ -169,8 +186,7 @@ class ValidProperty(Property):
         for (name, rule), after in ((UNKNOWN_TOOL_PROBE, unknown_tool(ctx.surface)),
                                     (TOOLS_AFTER_LIST_PROBE, tools_after_list(ctx.surface))):
             if not tools or after is None:
-                probes.append(Probe(name, rule, None, "the target offers no tools" if not tools
-                                    else "no listed tool has arguments the harness can make"))
+                probes.append(Probe(name, rule, None, _not_listed_why(ctx.surface, rule, tools)))
             else:
                 probes.append(Probe(name, rule, self._build("int", [after]), parts=after))
         for name, (rule, in_flight) in CANCEL_PROBES.items():
