@@ -426,6 +426,7 @@ _PLURAL: Final = {"resources": "resources", "resourceTemplates": "templates", "p
 # --- the section of every fuzz report ---
 
 REPORT_ROWS: Final = 10  # the costliest parts a report shows; the rest are in findings.json
+HTML_ROWS: Final = 500  # report.html's table: whole for any usual server, never 150,000 rows
 
 
 def report_markdown(cats: list[Catalogue]) -> list[str]:
@@ -450,8 +451,12 @@ def report_html(cats: list[Catalogue]) -> list[str]:
         out.append(f"<h2>Catalogue of <code>{e(cat.target)}</code></h2><p>{e(cat.summary_line())}: what the "
                    "host puts into the model's prompt on every turn, before any of it is used.</p>")
         out.append("<table><tr><th>definition</th><th>tokens</th><th>bytes</th></tr>")
+        parts = cat.everything()
         out += [f"<tr><td>{e(_label(c), NAME_WIDTH)}</td><td>{c.tokens}</td><td>{c.bytes}</td></tr>"
-                for c in cat.everything()]
+                for c in parts[:HTML_ROWS]]
+        if len(parts) > HTML_ROWS:
+            out.append(f"<tr><td colspan=\"3\">... {len(parts) - HTML_ROWS} more (every one is in findings.json)"
+                       "</td></tr>")
         out.append("</table>")
     return out
 

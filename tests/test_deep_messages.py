@@ -47,6 +47,34 @@ def test_a_valid_deep_message_is_parsed_with_its_top_levels_whole(depth: int) ->
     assert msg == wire.parse_line(deep_line(depth))
 
 
+@pytest.mark.parametrize(("at", "depth"), [(3000, 126), (3000, 125), (0, 126), (None, 0)])
+def test_a_long_list_is_tested_for_depth_a_slice_at_a_time_and_cut_exactly_as_whole(at: int | None,
+                                                                                      depth: int) -> None:
+    """A 12 MB page is not written back whole to learn whether orjson can write it (a 13 to 26 MB
+    buffer a page): its long result list is tried in slices inside copies of its envelope, and a
+    message is cut if and only if orjson refuses the whole. Tool `at` of 5,000 nests `depth` * 2
+    levels under its inputSchema: 126 is one level past what orjson writes, 125 is within."""
+    tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(5000)]
+    if at is not None:
+        schema: Any = "leaf"
+        for _ in range(depth):
+            schema = {"properties": {"x": schema}}
+        tools[at]["inputSchema"] = schema
+    line = orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools, "nextCursor": "n"}}) \
+        if at is None or depth <= 125 else json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools, "nextCursor": "n"}}).encode()
+    whole: Any = json.loads(line)
+    try:
+        orjson.dumps(whole)
+        writable = True
+    except orjson.JSONEncodeError:
+        writable = False
+    msg = wire.parse_line(line + b"\n")
+    assert (msg == whole) is writable  # cut exactly when the whole cannot be written
+    orjson.dumps(msg)
+    assert msg["result"]["nextCursor"] == "n" and len(msg["result"]["tools"]) == 5000
+
+
 def test_a_deep_line_that_is_not_json_is_still_refused() -> None:
     line = deep_line(600)
     for broken in (line[:-3], line.replace(b'"x":', b'"x"', 1), line.replace(b"}}", b"},}", 1)):

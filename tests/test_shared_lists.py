@@ -197,8 +197,8 @@ def test_evidence_the_store_does_not_keep_is_sized_from_the_live_transcript_and_
     larger = Evidence.of_transcript(big, **fields)
     store.record(larger)
     assert larger.transcript == {} and larger.source is None and found.evidence is first and found.count == 2
-    again = Evidence.of_transcript(list_transcript(tools, copies=1), **fields)
-    store.record(again)  # no larger: kept, made, and its repro written
+    again = Evidence.of_transcript(small, **fields)
+    store.record(again)  # no larger (the same exchange): kept, made, and its repro written
     assert found.evidence is again and len(again.transcript["events"]) == 3
     assert load_repro(tmp_path / found.repro)["transcript"] == again.transcript
 

@@ -78,6 +78,12 @@ def names_of(field: str) -> Callable[[list[Any]], tuple[tuple[str, ...], frozens
     return compute
 
 
+def names_all_strings(items: list[Any]) -> bool:
+    """Whether every object item is named by a string: then `string_names` is `names_of("name")`'s
+    set, and one cached set serves both (150,000 names are 8 MB a set)."""
+    return all(isinstance(t.get("name"), str) for t in items if isinstance(t, dict))
+
+
 def string_names(items: list[Any]) -> frozenset[str]:
     """The names that are strings, of the object items (a complete listing, TOOL-09)."""
     return frozenset(t["name"] for t in items if isinstance(t, dict) and isinstance(t.get("name"), str))

@@ -35,7 +35,13 @@ import orjson
 from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
 from mcp_tempest.fuzz.oracle.facts import Said, describe, header, same_id_value
 from mcp_tempest.fuzz.oracle.http import header_defects
-from mcp_tempest.fuzz.oracle.list_facts import input_schema_at, list_fact, names_of, string_names
+from mcp_tempest.fuzz.oracle.list_facts import (
+    input_schema_at,
+    list_fact,
+    names_all_strings,
+    names_of,
+    string_names,
+)
 from mcp_tempest.fuzz.oracle.model import Violation, rule
 from mcp_tempest.fuzz.oracle.results import cacheable_complete, modern_results
 from mcp_tempest.fuzz.oracle.schemas import request_validator
@@ -196,6 +202,14 @@ class Listing:
         return Listing(self.pages + tuple(p for p in other.pages if all(p is not q for q in self.pages)))
 
 
+def _string_names(x: Exchange, items: list[Any]) -> frozenset[str]:
+    """A page's names that are strings: TOOL-03's set of its names when they all are (one set a
+    page held in the oracle's cache, not two)."""
+    if list_fact(x, items, "names-all-strings", names_all_strings):
+        return list_fact(x, items, "names:name", names_of("name"))[1]
+    return list_fact(x, items, "string-names", string_names)
+
+
 def _complete_listings(x: Exchange) -> dict[tuple[bytes, str], tuple[Listing, int]]:
     """Tool names per listing key, from tools/list pages followed from the first (no cursor) to
     one without nextCursor; the union when several complete listings were seen (a set that changed
@@ -213,7 +227,7 @@ def _complete_listings(x: Exchange) -> dict[tuple[bytes, str], tuple[Listing, in
             names = pending[(key, cursor)]
         else:
             continue  # a page of a listing whose start this transcript does not hold
-        names = names | Listing((list_fact(x, result["tools"], "string-names", string_names),))
+        names = names | Listing((_string_names(x, result["tools"]),))
         after = result.get("nextCursor")
         if isinstance(after, str):
             pending[(key, after)] = names
