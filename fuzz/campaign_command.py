@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import atexit
 import datetime as _dt
-import gc
 import os
 import re
 import secrets
@@ -33,7 +32,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mcp_tempest.fuzz.findings import DEFAULT_FAIL_ON, FAIL_ON_CHOICES
-from mcp_tempest.fuzz.oracle import list_facts
 from mcp_tempest.fuzz.safe_text import NAME_WIDTH, visible
 from mcp_tempest.fuzz.verdict_line import (
     REASON_WIDTH,
@@ -44,7 +42,6 @@ from mcp_tempest.fuzz.verdict_line import (
     verdict_json,
 )
 from mcp_tempest.targets import auth_client, extra_headers, fork_server, stop_request, validate
-from mcp_tempest.targets.heap import trim
 from mcp_tempest.targets.mutants import campaign_notes
 from mcp_tempest.targets.target_spec import TargetError, TargetSpec, default_target, isolated, parse_target
 
@@ -435,11 +432,6 @@ def _run(args: argparse.Namespace, props: list[str], specs: list[TargetSpec], st
         "replays": sum(r.replays for r in result.runs),
         "seconds": round(time.monotonic() - started if started is not None else result.seconds, 3),
     }
-    # The campaign's list pages and the oracle's facts of them are done with: the reports that
-    # follow (the catalogue of every tool among them) are not to be measured on top of them.
-    list_facts.clear_cache()
-    gc.collect()
-    trim()
     # What each target's catalogue costs, measured from the era probe's lists (prepare_target).
     catalogues = [p.catalogue for p in prepared if p.catalogue is not None]
     store.extra["catalogue"] = [{**p.catalogue.to_json(), "definitions": p.definitions}

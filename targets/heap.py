@@ -29,14 +29,3 @@ def return_big_blocks() -> bool:
     except (ValueError, OSError, AttributeError):  # no such confstr name, no libc, no mallopt
         return False
 
-
-def trim() -> bool:
-    """Hand the heap's free pages back to the system (glibc's malloc_trim): between the phases of
-    a command, so that what one phase freed is not counted again under the next one's peak.
-    Whether it took (False where the C library is not glibc)."""
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return False
-        return bool(ctypes.CDLL(None).malloc_trim(0))
-    except (ValueError, OSError, AttributeError):
-        return False
