@@ -28,6 +28,7 @@ from mcp_tempest.fuzz.findings import (
     load_repro,
 )
 from mcp_tempest.fuzz.oracle import list_facts
+from mcp_tempest.fuzz.oracle.list_facts import input_schema_at, names_of, schema_position
 from mcp_tempest.fuzz.oracle.registry import judge
 from mcp_tempest.fuzz.properties.compare import Listed, list_diff, same_items_in_any_split
 from mcp_tempest.fuzz.reports import REPORT_BODY_CHARS, write_reports
@@ -201,6 +202,23 @@ def test_evidence_the_store_does_not_keep_is_sized_from_the_live_transcript_and_
     store.record(again)  # no larger (the same exchange): kept, made, and its repro written
     assert found.evidence is again and len(again.transcript["events"]) == 3
     assert load_repro(tmp_path / found.repro)["transcript"] == again.transcript
+
+
+def test_a_schema_found_by_scanning_the_names_is_the_one_the_index_gives() -> None:
+    """TOOL-10 looks up only the tools a transcript calls: by scans of the page's cached names,
+    not an index of every name (10 MB at 150,000 tools), with the index's answers."""
+    obj = {"type": "object"}
+    page = [{"name": "a", "inputSchema": obj}, {"name": "dup", "inputSchema": obj},
+            {"name": "dup", "inputSchema": dict(obj)}, {"name": "clash", "inputSchema": obj},
+            {"name": "clash", "inputSchema": {"type": "object", "required": ["x"]}},
+            {"name": "bad", "inputSchema": obj}, {"name": "bad", "inputSchema": "nope"},
+            {"name": 5, "inputSchema": obj}, {"name": "5", "inputSchema": {"type": "object", "title": "five"}},
+            {"name": "none"}, {"inputSchema": obj}]
+    names = names_of("name")(page)[0]
+    index = input_schema_at(page)
+    for name in ("a", "dup", "clash", "bad", "5", "None", "none", "missing"):
+        assert schema_position(page, names, name) == index.get(name), name
+    assert [schema_position(page, names, n) for n in ("a", "dup", "clash", "bad", "5", "none")] == [0, 1, -1, -1, 8, -1]
 
 
 def test_a_big_received_message_is_an_excerpt_in_the_report_and_whole_in_the_repro(tmp_path: Path) -> None:

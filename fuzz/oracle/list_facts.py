@@ -108,6 +108,34 @@ def input_schema_at(items: list[Any]) -> dict[str, int]:
     return at
 
 
+def all_objects(items: list[Any]) -> bool:
+    """Whether every item is an object: then `names_of`'s tuple is indexed like the items."""
+    return all(isinstance(t, dict) for t in items)
+
+
+def schema_position(items: list[Any], names: tuple[str, ...], name: str) -> int | None:
+    """`input_schema_at(items).get(name)` for one name, by C-level scans of the page's names
+    (`names_of("name")` of a page whose items are all objects), so that no index of every name
+    of a 150,000-tool page is built and held for the few tools a transcript calls."""
+    found: int | None = None
+    k = -1
+    while True:
+        try:
+            k = names.index(name, k + 1)
+        except ValueError:
+            return found
+        tool = items[k]
+        if not isinstance(tool.get("name"), str):
+            continue  # a name that only prints the same (str(5) == "5"): not this tool
+        schema = tool.get("inputSchema")
+        if not isinstance(schema, dict):
+            return -1
+        if found is None:
+            found = k
+        elif items[found]["inputSchema"] != schema:
+            return -1
+
+
 def output_schema_at(items: list[Any]) -> dict[str, int]:
     """Per tool name: where its last object outputSchema is (TOOL-11)."""
     return {t["name"]: j for j, t in enumerate(items)

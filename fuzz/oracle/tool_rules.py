@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final
@@ -36,10 +36,12 @@ from mcp_tempest.fuzz.oracle.exchange import Exchange, Pair
 from mcp_tempest.fuzz.oracle.facts import Said, describe, header, same_id_value
 from mcp_tempest.fuzz.oracle.http import header_defects
 from mcp_tempest.fuzz.oracle.list_facts import (
+    all_objects,
     input_schema_at,
     list_fact,
     names_all_strings,
     names_of,
+    schema_position,
     string_names,
 )
 from mcp_tempest.fuzz.oracle.model import Violation, rule
@@ -276,20 +278,21 @@ def tool_09(x: Exchange) -> list[Violation]:
 class ToolSchemas:
     """Each listed tool's inputSchema, looked up by name; None for a tool listed with two different
     schemas or one that is not an object. Each page is read once per distinct content (list_facts),
-    and only the tools called are looked at: a 100,000-tool listing is not copied per transcript."""
+    and only the tools called are looked up: a 100,000-tool listing is neither copied nor indexed
+    name by name per transcript (`schema_position` scans the page's cached names)."""
 
     __slots__ = ("pages",)
 
-    def __init__(self, pages: list[tuple[list[Any], dict[str, int]]]) -> None:
+    def __init__(self, pages: list[tuple[list[Any], Callable[[str], int | None]]]) -> None:
         self.pages = pages
 
     def __bool__(self) -> bool:
-        return any(at for _, at in self.pages)
+        return any(tools for tools, _ in self.pages)
 
     def get(self, name: str) -> dict[str, Any] | None:
         found: dict[str, Any] | None = None
-        for tools, at in self.pages:
-            j = at.get(name)
+        for tools, position in self.pages:
+            j = position(name)
             if j is None:
                 continue
             if j < 0:
@@ -301,8 +304,15 @@ class ToolSchemas:
         return found
 
 
+def _schema_lookup(x: Exchange, tools: list[Any]) -> Callable[[str], int | None]:
+    if list_fact(x, tools, "all-objects", all_objects):
+        names = list_fact(x, tools, "names:name", names_of("name"))[0]
+        return lambda name: schema_position(tools, names, name)
+    return list_fact(x, tools, "input-schemas", input_schema_at).get
+
+
 def _tool_schemas(x: Exchange) -> ToolSchemas:
-    return ToolSchemas([(result["tools"], list_fact(x, result["tools"], "input-schemas", input_schema_at))
+    return ToolSchemas([(result["tools"], _schema_lookup(x, result["tools"]))
                         for pair, _i, result in cacheable_complete(x)
                         if pair.method == "tools/list" and isinstance(result.get("tools"), list)])
 
