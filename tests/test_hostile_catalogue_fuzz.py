@@ -154,6 +154,18 @@ def test_five_thousand_tools_are_sampled_by_the_seed_and_reported(tmp_path: Path
     assert lists == {"tools": {"listed": 5000, "exercised": MAX_SURFACE_ITEMS}}
 
 
+def test_a_tools_list_page_over_the_cap_is_an_answer_never_silence(tmp_path: Path) -> None:
+    """One tool whose description passes the 16 MiB line cap: each page is discarded unread as it
+    arrives. Was: RPC-01 "no reply before the deadline" filed against this correct server, and
+    every list step waited out its deadline (167 s for ten examples at 50 MB)."""
+    proc, index = fuzz(tmp_path, target(tmp_path, "--tools", "1", "--desc-bytes", str(17 * 2**20)),
+                       "--properties", "valid,lists", "--max-examples", "10")
+    assert_no_traceback(proc)
+    assert [f["rule"] for f in index["findings"]] == [], index["findings"]
+    assert re.search(r"lists\[stdio\]\s+[1-9]\d* examples", proc.stdout), proc.stdout[-3000:]
+    assert "tools: could not be read: page 1 is over 16.0 MiB, the frame cap" in proc.stdout
+
+
 def test_the_sample_depends_on_the_seed_only() -> None:
     def sampled(seed: int) -> list[str]:
         surface = Surface(tools=[{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(3000)])

@@ -1577,3 +1577,22 @@ def test_an_idless_error_trailing_the_answer_of_a_cancelled_request_is_not_a_rep
         d.recv(wire.build_error(None, -32601, "answered the notification"))
         d.exchange(req(2, "server/discover"), ok(2, DISCOVER))
         assert ("RPC-10" in {v.rule for v in judge(d.transcript)}) is found, quiet
+
+
+@pytest.mark.parametrize(("head", "silent"), [
+    (b'{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","description":"xxxx', [2]),  # names id 1
+    (b'{"jsonrpc": "2.0", "id": 2, "result": {"tools": [', [1]),
+    (b'{"result":{"tools":[{"name":"t","id":1,"description":"xxxx', []),  # no id where a response opens
+])
+def test_a_line_over_the_cap_may_be_an_answer_and_is_never_silence(head: bytes, silent: list[int]) -> None:
+    """A 50 MB tools/list page is discarded unread by the driver, its head kept: it answered a
+    request, so no RPC-01 "no reply" for it (once filed against a correct server). A head that
+    opens with an id says which; one that does not may answer any request outstanding. A request
+    the line cannot be the answer of is still judged."""
+    c = stdio()
+    sends = [c.send(req(1, "tools/list")), c.send(req(2, "tools/list"))]
+    c.oversize(head)
+    for send in sends:
+        c.timeout(ref=send)
+    unanswered = [v for v in judge(c.transcript) if v.rule == "RPC-01" and v.title == "request never answered"]
+    assert sorted(c.transcript.events[v.event_index].message["id"] for v in unanswered) == silent

@@ -74,6 +74,10 @@ class Crafter:
     def noise(self, raw: bytes, note: str = "not JSON") -> int:
         return self._add("noise", raw=raw, note=note)
 
+    def oversize(self, head: bytes, note: str = "50000230 bytes (cap 16777216)") -> int:
+        """A line over the driver's cap: discarded as it arrived, only its head kept."""
+        return self._add("oversize", raw=head, note=note)
+
     def timeout(self, note: str = "", ref: int | None = None) -> int:
         """Nothing came in time for the send `ref` (default: the last send on this process), as drivers record it."""
         if ref is None:

@@ -325,6 +325,42 @@ def _pair_stdio(x: Exchange) -> None:
         elif event.kind == "recv" and x.said[i].is_response:
             state = procs.setdefault(event.proc, _ProcState())
             _attribute(x, state, i, x.said[i])
+        elif event.kind == "oversize" and event.proc in procs:
+            _over_cap(x, procs[event.proc], event.raw or b"")
+
+
+_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]*"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*,')
+#: `head_id`'s answer for a head that does not open with an id: it may answer any request.
+NO_HEAD_ID: Any = object()
+
+
+def head_id(head: bytes) -> Any:
+    """The id an over-cap line names where a response opens (`{"jsonrpc":"2.0","id":...`), or
+    NO_HEAD_ID. Only the head of such a line is kept, and a server that writes its id first says
+    which request the line answers; any other id in the head may belong to the result."""
+    found = _HEAD_ID.match(head)
+    if found is None:
+        return NO_HEAD_ID
+    try:
+        return orjson.loads(found.group(1))
+    except orjson.JSONDecodeError:
+        return NO_HEAD_ID
+
+
+def _over_cap(x: Exchange, state: _ProcState, head: bytes) -> None:
+    """A line over the harness's cap (discarded unread but for its head) may be the answer of any
+    request still outstanding on its process: a 50 MB tools/list page is an answer, not silence.
+    When the head names the id first only that request may have been answered; otherwise every
+    one outstanding may have. None of them is reported silent."""
+    named = head_id(head)
+    named = None if named is NO_HEAD_ID else id_key(named)
+    for key, queue in state.by_id.items():
+        if named is None or key == named:
+            for send_index in queue:
+                x.pair_at[send_index].maybe_answered = True
+    if named is None:
+        for send_index in state.unreadable:
+            x.pair_at[send_index].maybe_answered = True
 
 
 # How soon after a server's answer an error without an id may still be that answer's trailer (a

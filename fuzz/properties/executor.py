@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_tempest.fuzz.oracle.exchange import LEGACY_OPENERS, TRAILER_WINDOW
+from mcp_tempest.fuzz.oracle.exchange import LEGACY_OPENERS, NO_HEAD_ID, TRAILER_WINDOW, head_id
 from mcp_tempest.fuzz.oracle.expect import reply_still_owed
 from mcp_tempest.fuzz.properties.case import RUN_SOURCE, BindingError, Case, Step, build_frame
 from mcp_tempest.targets import wire
@@ -418,13 +418,20 @@ def _collect_response(run: Run, conn: Connection, k: int, step: Step, *, timeout
     if not matchable:
         return
     event = conn.read_until(
-        lambda e: e.kind == "recv" and wire.is_response(e.message) and "id" in e.message
-        and same_id(e.message["id"], rid),
+        lambda e: (e.kind == "recv" and wire.is_response(e.message) and "id" in e.message
+                   and same_id(e.message["id"], rid)) or (e.kind == "oversize" and _may_answer(e.raw, rid)),
         timeout, since=idx, awaited=f"response to step {k} (id {rid!r})",
     )
-    if event is not None:
+    if event is not None and event.kind == "recv":
         run.responses[k] = event.message
         run.response_events[k] = _index_of(run.transcript, event, idx)
+
+
+def _may_answer(head: bytes | None, rid: Any) -> bool:
+    """Whether a line over the cap (its head kept) may be the answer awaited: then waiting on
+    is pointless, its content is unreadable either way (the oracle reads it so too)."""
+    named = head_id(head or b"")
+    return named is NO_HEAD_ID or same_id(named, rid)
 
 
 def _index_of(transcript: Transcript, event: Any, start: int) -> int:
