@@ -576,7 +576,9 @@ def _tools_report(result: Any, prepared: list[Any]) -> Any:
         withheld += [n for n in prep.surface.withheld_tools if n not in withheld]
     tallies = [Reach.from_json(p.surface.reach) for p in prepared if p.surface.reach]  # the surface search's calls
     tallies += [Reach.from_json(r.reach) for r in result.runs if r.reach]
-    return ToolsReport(merged(tallies), listed, withheld)
+    unread = "; ".join(f"tools/list could not be read ({p.surface.tools_cut})" for p in prepared
+                       if p.surface.tools_cut and not p.surface.tools and not p.surface.withheld_tools)
+    return ToolsReport(merged(tallies), listed, withheld, unread)
 
 
 def _counts(examples: int, props: int, failures: list[Any], observations: list[Any], known: int = 0) -> str:

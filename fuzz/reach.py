@@ -185,6 +185,7 @@ class ToolsReport:
     reach: Reach
     listed: list[str]  # every tool the server listed (policy-withheld ones included)
     withheld: list[str]
+    unread: str = ""  # why tools/list could not be read, when no tool was learned from it
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -210,7 +211,8 @@ class ToolsReport:
         """One line: how many tools did their job, and what the others answered most."""
         callable_ = [n for n in self.listed if n not in self.withheld]
         if not self.listed:
-            return "reach: the server lists no tools"
+            return (f"reach: no tool to call: {visible(self.unread)}" if self.unread
+                    else "reach: the server lists no tools")
         if not callable_:
             return f"reach: all {len(self.listed)} tools withheld by the tool policy, none called"
         never = self.never_ok()

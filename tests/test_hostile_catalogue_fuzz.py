@@ -164,6 +164,8 @@ def test_a_tools_list_page_over_the_cap_is_an_answer_never_silence(tmp_path: Pat
     assert [f["rule"] for f in index["findings"]] == [], index["findings"]
     assert re.search(r"lists\[stdio\]\s+[1-9]\d* examples", proc.stdout), proc.stdout[-3000:]
     assert "tools: could not be read: page 1 is over 16.0 MiB, the frame cap" in proc.stdout
+    assert "reach: no tool to call: tools/list could not be read (page 1 is over 16.0 MiB" in proc.stdout
+    assert "tools/list was not read to its end (page 1 is over 16.0 MiB" in proc.stdout  # TOOL-09 not tried
 
 
 def test_the_sample_depends_on_the_seed_only() -> None:

@@ -154,7 +154,8 @@ def _not_listed_why(surface: Surface, rule: str, tools: bool) -> str:
     if not tools:
         return "the target offers no tools"
     if rule == UNKNOWN_TOOL_PROBE[1] and surface.tools_cut:
-        return f"tools/list was cut short ({surface.tools_cut}): TOOL-09 judges a call only after a complete listing"
+        return f"tools/list was not read to its end ({surface.tools_cut}): TOOL-09 judges a call only after a " \
+               "complete listing"
     return "no listed tool has arguments the harness can make"
 
 
