@@ -43,6 +43,7 @@ from mcp_tempest.fuzz import terminal_style
 from mcp_tempest.fuzz.findings import Evidence, Finding, FindingStore, PropertyRun
 from mcp_tempest.fuzz.hypothesis_compat import (
     ExampleDatabase,
+    prime_unicode_tables,
 )
 from mcp_tempest.fuzz.job import (
     DEFAULT_GUIDANCE,
@@ -259,6 +260,7 @@ def prepare_target(spec: TargetSpec, *, timeout: float, tools: ToolPolicy | None
     from mcp_tempest.targets.probe import CATALOGUE_LISTS, ProbeFailure, probe
 
     return_big_blocks()  # a target's list pages, 9 MB each, are freed again and again from here on
+    prime_unicode_tables()  # before anything here draws a string: the table is made out of process
     transcript = spec.new_transcript()
     # The catalogue is measured as the probe reads it, a page at a time, and no page is kept (the
     # transcript keeps their bytes): a list of any length costs one parsed page here (issue 30).

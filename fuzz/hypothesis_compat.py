@@ -17,8 +17,12 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import os
+import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -30,6 +34,7 @@ from hypothesis.internal.conjecture import engine as _engine
 __all__ = [
     "ExampleDatabase", "check_internals", "choices_to_bytes", "current_build_context", "draw_from_choices",
     "encode_failure", "end_generation", "running_phase", "set_database_key", "set_seed", "shrink_time_limit",
+    "prime_unicode_tables", "skip_local_constants",
 ]
 
 # Attribute names Hypothesis reads from a test function (what @seed sets; what `given` hashes into
@@ -111,6 +116,57 @@ def draw_from_choices(strategy: Any, blob: bytes) -> tuple[Any, tuple[Any, ...]]
     return value, tuple(data.choices)
 
 
+def _unicode_tables() -> Path:
+    from hypothesis.configuration import storage_directory
+
+    folder: Any = storage_directory("unicode_data", unicodedata.unidata_version, intent_to_write=False)
+    return Path(getattr(folder, "path", folder))  # a Path before 6.150, an object with .path since
+
+
+def prime_unicode_tables(timeout: float = 120.0) -> bool:
+    """Have Hypothesis's table of the characters UTF-8 can encode made by a process of its own
+    when the storage folder (`.hypothesis/` where the campaign runs) does not hold it yet.
+
+    Why: `st.text()` needs it, and Hypothesis makes it by trying every code point, a list of
+    1.1 million pairs: about 180 MB on top of the harness, once, in every fresh checkout or CI
+    workspace (a default campaign on the reference server peaked at 340 MB instead of 217).
+    Made in a child, the harness only reads the file. Whether the table is there afterwards."""
+    try:
+        tables = _unicode_tables()
+        if any(tables.glob("codec-*utf-8.json.gz")):
+            return True
+        env = {**os.environ, "HYPOTHESIS_STORAGE_DIRECTORY": str(tables.parent.parent)}
+        subprocess.run([sys.executable, "-c", "from hypothesis.internal.charmap import intervals_from_codec\n"
+                        "intervals_from_codec('utf-8')"], env=env, capture_output=True, timeout=timeout,
+                       check=False)
+        return any(tables.glob("codec-*utf-8.json.gz"))
+    except (ImportError, AttributeError, TypeError, OSError, subprocess.SubprocessError):
+        return False  # Hypothesis makes it in-process when first needed, as without this
+
+
+def skip_local_constants() -> bool:
+    """Keep Hypothesis from drawing values out of the source of the modules loaded so far (its
+    "local constants": every module outside site-packages, so mcp-tempest itself when installed
+    editable, never when installed from a wheel). Why: an editable checkout (CI, a developer's)
+    then generated from mcp-tempest's own literals, unlike the same seed from the wheel, and its
+    first run in a folder without `.hypothesis/` parsed every one of those modules: a campaign
+    against an endless cursor went from 184 to 370 MB. Whether it took."""
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        seen, scan = providers._seen_modules, providers._get_local_constants
+        providers._sys_modules_len  # noqa: B018 - present, or the scan is not this one
+    except (ImportError, AttributeError):
+        return False
+    modules = list(sys.modules.values())
+    if "id(module)" in inspect.getsource(scan):  # newer releases keep ids, older ones the modules
+        seen.update(id(m) for m in modules)
+    else:
+        seen.update(modules)
+    providers._sys_modules_len = len(sys.modules)
+    return True
+
+
 def check_internals() -> list[str]:
     """What is missing or changed on the installed Hypothesis; empty when everything above works.
 
@@ -151,10 +207,35 @@ def check_internals() -> list[str]:
         problems.append(f"{_SEED_ATTR} no longer makes a test's examples repeat")
     if _database_keys(b"a") == _database_keys(b"b"):
         problems.append(f"{_DIGEST_ATTR} no longer changes the example database key")
+    if not _skips_local_constants():
+        problems.append("skip_local_constants no longer keeps Hypothesis from scanning loaded modules for constants")
     drawn = draw_from_choices(st.integers(0, 10), first[0][0]) if first else None
     if drawn is None or not isinstance(drawn[0], int):
         problems.append("ConjectureData.for_choices / choices_from_bytes no longer replay a stored choice sequence")
     return problems
+
+
+def _skips_local_constants() -> bool:
+    """skip_local_constants, exercised: afterwards no loaded module is scanned."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return False
+    if not skip_local_constants():
+        return False
+    scanned: list[Any] = []
+    real = providers.constants_from_module
+
+    def counted(module: Any, **kw: Any) -> Any:
+        scanned.append(module)
+        return real(module, **kw)
+
+    providers.constants_from_module = counted
+    try:
+        providers._get_local_constants()
+    finally:
+        providers.constants_from_module = real
+    return not scanned
 
 
 def _database_keys(digest: bytes) -> set[bytes]:

@@ -54,6 +54,7 @@ from mcp_tempest.fuzz.hypothesis_compat import (
     set_database_key,
     set_seed,
     shrink_time_limit,
+    skip_local_constants,
 )
 from mcp_tempest.fuzz.oracle.model import Violation
 from mcp_tempest.fuzz.properties.base import Context, Probe, Property
@@ -785,6 +786,7 @@ def run_job(
         sink.job_started(job)
         ended, error = "", ""
         try:
+            skip_local_constants()
             with shrink_time_limit(job.shrink_seconds):
                 for phase in run.phases(stop_on_first):
                     result = phase()

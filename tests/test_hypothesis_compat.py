@@ -88,3 +88,29 @@ def test_under_hypofuzz_the_ci_profile_becomes_random_with_a_database(monkeypatc
     assert loaded == compat.HYPOFUZZ_PROFILE and not derandomize and database is not None
     assert deadline is None  # the ci profile's other settings stay
     assert _with_profile("default", compat.fuzzable_profile_under_hypofuzz) is None  # already random
+
+
+def test_the_utf8_table_of_a_fresh_folder_is_made_out_of_the_harness_process(tmp_path):
+    """In a folder without `.hypothesis/` (a fresh checkout, a CI workspace) `st.text()` made
+    Hypothesis try every code point in the harness: about 180 MB on top of a campaign. Primed,
+    the table is made by a child and the harness only reads it; a second priming spawns nothing."""
+    import subprocess
+    import sys
+
+    script = (
+        "import resource, time\n"
+        "from mcp_tempest.fuzz.hypothesis_compat import prime_unicode_tables\n"
+        "primed = prime_unicode_tables()\n"
+        "t = time.monotonic(); again = prime_unicode_tables(); quick = time.monotonic() - t < 0.5\n"
+        "from hypothesis import given, settings, strategies as st\n"
+        "@settings(max_examples=5, database=None)\n"
+        "@given(st.text())\n"
+        "def t(s): pass\n"
+        "t()\n"
+        "print(primed, again, quick, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    primed, again, quick, peak_mb = done.stdout.split()
+    assert (primed, again, quick) == ("True", "True", "True"), done.stderr[-2000:]
+    assert list((tmp_path / ".hypothesis" / "unicode_data").glob("*/codec-*utf-8.json.gz"))
+    assert int(peak_mb) < 120, peak_mb  # made in-process, this process peaked near 240 MB

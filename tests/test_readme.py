@@ -358,6 +358,12 @@ COMMANDS: dict[str, tuple[Entry, ...]] = {
         Reason("Its six campaigns (three guidance modes, two nights each) take about a minute even at 10 "
                "examples a night: it runs as written under the nightly marker only."),
         Run(0, r"^bench_guidance: ", nightly=True, timeout=1800),),
+    "python tests/benchmarks/bench_hostile_catalogue.py  # harness peak memory and time against hostile tool lists (--quick: a tenth)": (
+        Run(0, r"^bench_hostile_catalogue --quick: 22/22 runs within 300 MB, .*22/22 answered with exit 0 or 1",
+            append="--quick", timeout=600, why="--quick: each size a tenth (the 50 MB description 17 MiB, still "
+                                               "over the cap); the full sizes nightly"),
+        Run(0, r"^bench_hostile_catalogue: 22/22 runs within 300 MB, .*22/22 answered with exit 0 or 1",
+            nightly=True, timeout=2400),),
 }
 
 # --- how a unit runs

@@ -26,9 +26,11 @@ from mcp_tempest.fuzz.hypothesis_compat import (
     choices_to_bytes,
     current_build_context,
     encode_failure,
+    prime_unicode_tables,
     set_database_key,
     set_seed,
     shrink_time_limit,
+    skip_local_constants,
 )
 from mcp_tempest.fuzz.oracle.client_rules import judge_client
 from mcp_tempest.fuzz.oracle.model import Violation
@@ -176,6 +178,8 @@ def run_client_campaign(config: ClientCampaign, store: FindingStore) -> ClientCa
             set_database_key(body, f"{PROPERTY}|{command.transport}|{command.template}".encode())
             test = test_settings(given(client_cases(command.transport))(body))
             set_seed(test, config.seed)
+            prime_unicode_tables()
+            skip_local_constants()
             with shrink_time_limit(config.shrink_seconds):
                 test()
     except _Budget:
