@@ -496,10 +496,7 @@ def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> li
     from mcp_tempest.targets.node_coverage import NodeCoveragePlan
 
     plans: list[Any] = []
-    # Per-process data files are scratch: a temporary folder (removed after collecting), so a
-    # full or read-only --out cannot break the servers' writes; only the reports land in --out.
-    data = Path(tempfile.mkdtemp(prefix="mcp-tempest-coverage-"))
-    atexit.register(shutil.rmtree, data, True)
+    data: Path | None = None
     for i, spec in enumerate(specs):
         if args.no_coverage:  # planned all the same: the plan's sources are where the literals come from
             with tempfile.TemporaryDirectory(prefix="mcp-tempest-plan-") as scratch:
@@ -508,6 +505,12 @@ def _plan_code_coverage(specs: list[TargetSpec], args: argparse.Namespace) -> li
         elif any(isinstance(p, CoveragePlan | NodeCoveragePlan) for p in plans):
             plans.append(NotMeasured("code coverage: measured on the first target only"))
         else:
+            if data is None:
+                # Per-process data files are scratch: a temporary folder (removed at exit), so a full
+                # or read-only --out cannot break the servers' writes; only the reports land in --out.
+                # Made only when something is measured (--no-coverage campaigns left one behind each).
+                data = Path(tempfile.mkdtemp(prefix="mcp-tempest-coverage-"))
+                atexit.register(shutil.rmtree, data, True)
             plans.append(plan_coverage(spec, tuple(args.coverage_source), data / str(i)))
     return plans
 
