@@ -182,6 +182,13 @@ class _Abort(BaseException):  # noqa: N818 - a control-flow signal, not an error
     """Leaves Hypothesis at once (the harness cannot go on); never a finding."""
 
 
+def _tool_call_params(run: Run, step: int) -> dict[str, Any] | None:
+    """The params of the step's frame when it is a tools/call with object params, else None."""
+    frame = run.frames.get(step)
+    params = frame.get("params") if isinstance(frame, dict) and frame.get("method") == "tools/call" else None
+    return params if isinstance(params, dict) else None
+
+
 def group_of(ev: Evidence) -> str:
     """The id a finding's group goes by in --known baselines and in "known" reports: the id
     fuzz/findings.py gives the finding this evidence joins (one root cause, one id)."""
@@ -620,9 +627,8 @@ class JobRun:
         handle minted in its own store): the other target's store never held them, so its
         answer shows state, not behaviour, and the step is not compared. Values a case mints
         itself (its bindings) are each run's own and stay compared."""
-        frame = run.frames.get(step)
-        params = frame.get("params") if isinstance(frame, dict) and frame.get("method") == "tools/call" else None
-        if not isinstance(params, dict) or not isinstance(params.get("arguments"), dict):
+        params = _tool_call_params(run, step)
+        if params is None or not isinstance(params.get("arguments"), dict):
             return False
         used = self._attribute(str(params.get("name")), params["arguments"])
         return "returned" in used
@@ -632,10 +638,9 @@ class JobRun:
         TOOL-09's deviation (judged by its probe, which lists every page first), so a campaign
         that files TOOL-09 does not file the same answer again as a difference. A target that
         refuses the unknown tool as it should still differs from one that does not."""
-        frame = run.frames.get(step)
-        params = frame.get("params") if isinstance(frame, dict) and frame.get("method") == "tools/call" else None
+        params = _tool_call_params(run, step)
         answer = run.responses.get(step)
-        return (isinstance(params, dict) and str(params.get("name")) not in self.listed
+        return (params is not None and str(params.get("name")) not in self.listed
                 and isinstance(answer, dict) and "result" in answer)
 
     # --- inside Hypothesis ---
